@@ -1,0 +1,32 @@
+# Each target sets itself up: a fresh machine needs only python3 and pip.
+PYTHON ?= python3
+VENV   := .venv
+BIN    := $(VENV)/bin
+PLUGIN_PROJECTS := $(wildcard plugins/*/pyproject.toml)
+STAMP  := $(VENV)/.installed
+
+.PHONY: demo test lint bench clean
+
+$(STAMP): pyproject.toml $(PLUGIN_PROJECTS)
+	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install -q --upgrade pip
+	$(BIN)/python -m pip install -q -e '.[dev]' $(foreach p,$(PLUGIN_PROJECTS),-e ./$(dir $(p)))
+	@touch $(STAMP)
+
+demo: $(STAMP)
+	$(BIN)/python -m backline.demo
+
+test: lint
+	$(BIN)/python -m pytest -q
+
+lint: $(STAMP)
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+	$(BIN)/mypy --strict
+
+bench: $(STAMP)
+	@mkdir -p bench/results
+	@for f in bench/*.py; do [ -e "$$f" ] || continue; echo "== $$f"; $(BIN)/python "$$f" || exit 1; done
+
+clean:
+	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache

@@ -1,0 +1,252 @@
+"""The chat context: an ordered, de-duplicated list of conversation items."""
+
+from __future__ import annotations
+
+import bisect
+import itertools
+import os
+import time
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal, TypeAlias
+
+Role: TypeAlias = Literal["system", "developer", "user", "assistant"]
+
+_counter = itertools.count(1)
+_prefix = os.urandom(4).hex()
+
+
+def new_id(prefix: str) -> str:
+    """A process-unique id such as ``item_3f2a9c01_17`` (cheap: no uuid per item)."""
+    return f"{prefix}{_prefix}_{next(_counter)}"
+
+
+def _now() -> float:
+    return time.time()
+
+
+@dataclass(eq=False, kw_only=True)
+class ChatMessage:
+    """A message from the user, the assistant, or the system."""
+
+    role: Role
+    content: str
+    extra: dict[str, Any] = field(default_factory=dict)
+    interrupted: bool = False
+    id: str = field(default_factory=lambda: new_id("item_"))
+    created_at: float = field(default_factory=_now)
+    type: Literal["message"] = "message"
+
+    @property
+    def text_content(self) -> str:
+        return self.content
+
+
+@dataclass(eq=False, kw_only=True)
+class FunctionCall:
+    """A tool call the model made. ``arguments`` is the raw JSON text."""
+
+    call_id: str
+    name: str
+    arguments: str
+    extra: dict[str, Any] = field(default_factory=dict)
+    id: str = field(default_factory=lambda: new_id("item_"))
+    created_at: float = field(default_factory=_now)
+    type: Literal["function_call"] = "function_call"
+
+
+@dataclass(eq=False, kw_only=True)
+class FunctionCallOutput:
+    """The result of a tool call, as text the model reads."""
+
+    call_id: str
+    name: str
+    output: str
+    is_error: bool = False
+    extra: dict[str, Any] = field(default_factory=dict)
+    id: str = field(default_factory=lambda: new_id("item_"))
+    created_at: float = field(default_factory=_now)
+    type: Literal["function_call_output"] = "function_call_output"
+
+
+@dataclass(eq=False, kw_only=True)
+class AgentHandoff:
+    """A marker in the history: the conversation moved from one agent to another.
+
+    Model adapters skip it; it is there for transcripts and tests.
+    """
+
+    old_agent: str | None
+    new_agent: str
+    extra: dict[str, Any] = field(default_factory=dict)
+    id: str = field(default_factory=lambda: new_id("item_"))
+    created_at: float = field(default_factory=_now)
+    type: Literal["agent_handoff"] = "agent_handoff"
+
+
+ChatItem: TypeAlias = ChatMessage | FunctionCall | FunctionCallOutput | AgentHandoff
+
+
+def _created_at(item: ChatItem) -> float:
+    return item.created_at
+
+
+class ChatContext:
+    """Conversation items ordered by ``created_at``, each id at most once.
+
+    ``insert`` places items by ``created_at`` (after any item with the same
+    timestamp) and skips an id already present, so re-inserting is harmless.
+    Treat a context you did not create as read-only: agents expose theirs and
+    take changes through ``Agent.update_chat_ctx``.
+    """
+
+    __slots__ = ("_by_id", "_items")
+
+    def __init__(self, items: Iterable[ChatItem] = ()) -> None:
+        self._items: list[ChatItem] = []
+        self._by_id: dict[str, ChatItem] = {}
+        self.insert(items)
+
+    @classmethod
+    def empty(cls) -> ChatContext:
+        return cls()
+
+    @property
+    def items(self) -> Sequence[ChatItem]:
+        """The items in order. Do not mutate the returned list."""
+        return self._items
+
+    def __len__(self) -> int:
+        return len(self._items)
+
+    def __iter__(self) -> Iterator[ChatItem]:
+        return iter(self._items)
+
+    def __contains__(self, item_id: object) -> bool:
+        return item_id in self._by_id
+
+    def __repr__(self) -> str:
+        return f"ChatContext({len(self._items)} items)"
+
+    def get(self, item_id: str) -> ChatItem | None:
+        """The item with this id, or ``None``."""
+        return self._by_id.get(item_id)
+
+    def index_by_id(self, item_id: str) -> int | None:
+        item = self._by_id.get(item_id)
+        if item is None:
+            return None
+        # Items with equal timestamps sit together; scan from the leftmost.
+        start = bisect.bisect_left(self._items, item.created_at, key=_created_at)
+        for i in range(start, len(self._items)):
+            if self._items[i] is item:
+                return i
+        return None  # pragma: no cover - the index and the list agree by construction
+
+    def insert(self, items: ChatItem | Iterable[ChatItem]) -> list[ChatItem]:
+        """Insert items by ``created_at``; returns those actually added (new ids)."""
+        if isinstance(items, ChatMessage | FunctionCall | FunctionCallOutput | AgentHandoff):
+            items = (items,)
+        added: list[ChatItem] = []
+        for item in items:
+            if item.id in self._by_id:
+                continue
+            lst = self._items
+            if not lst or lst[-1].created_at <= item.created_at:
+                lst.append(item)
+            else:
+                lst.insert(bisect.bisect_right(lst, item.created_at, key=_created_at), item)
+            self._by_id[item.id] = item
+            added.append(item)
+        return added
+
+    def add_message(
+        self,
+        *,
+        role: Role,
+        content: str,
+        interrupted: bool = False,
+        extra: dict[str, Any] | None = None,
+        created_at: float | None = None,
+    ) -> ChatMessage:
+        """Create a message, insert it and return it."""
+        msg = ChatMessage(
+            role=role,
+            content=content,
+            interrupted=interrupted,
+            extra=dict(extra or {}),
+            created_at=_now() if created_at is None else created_at,
+        )
+        self.insert(msg)
+        return msg
+
+    def remove(self, item_ids: Iterable[str]) -> None:
+        """Remove items by id; unknown ids are ignored."""
+        ids = {i for i in item_ids if i in self._by_id}
+        if not ids:
+            return
+        self._items = [it for it in self._items if it.id not in ids]
+        for i in ids:
+            del self._by_id[i]
+
+    def copy(
+        self,
+        *,
+        exclude_function_calls: bool = False,
+        exclude_instructions: bool = False,
+        exclude_handoffs: bool = False,
+    ) -> ChatContext:
+        """A shallow copy (items are shared), optionally filtered."""
+        new = ChatContext.__new__(ChatContext)
+        items: list[ChatItem] = self._items
+        if exclude_function_calls or exclude_instructions or exclude_handoffs:
+            items = [
+                it
+                for it in items
+                if not (
+                    (
+                        exclude_function_calls
+                        and it.type in ("function_call", "function_call_output")
+                    )
+                    or (
+                        exclude_instructions
+                        and it.type == "message"
+                        and it.role in ("system", "developer")
+                    )
+                    or (exclude_handoffs and it.type == "agent_handoff")
+                )
+            ]
+        new._items = list(items)
+        new._by_id = {it.id: it for it in new._items}
+        return new
+
+    def truncate(self, *, max_items: int) -> None:
+        """Keep the last ``max_items`` items (and any leading system messages)."""
+        if len(self._items) <= max_items:
+            return
+        head = [it for it in self._items if it.type == "message" and it.role == "system"]
+        tail = [it for it in self._items[-max_items:] if it not in head]
+        self._items = head + tail
+        self._by_id = {it.id: it for it in self._items}
+
+    def to_dicts(self) -> list[dict[str, Any]]:
+        """The items as plain dicts (for transcripts and front ends)."""
+        return [item_to_dict(it) for it in self._items]
+
+
+def item_to_dict(item: ChatItem) -> dict[str, Any]:
+    """A JSON-compatible dict of one item."""
+    base: dict[str, Any] = {"id": item.id, "type": item.type, "created_at": item.created_at}
+    if isinstance(item, ChatMessage):
+        base.update(role=item.role, content=item.content, interrupted=item.interrupted)
+    elif isinstance(item, FunctionCall):
+        base.update(call_id=item.call_id, name=item.name, arguments=item.arguments)
+    elif isinstance(item, FunctionCallOutput):
+        base.update(
+            call_id=item.call_id, name=item.name, output=item.output, is_error=item.is_error
+        )
+    else:
+        base.update(old_agent=item.old_agent, new_agent=item.new_agent)
+    if item.extra:
+        base["extra"] = dict(item.extra)
+    return base

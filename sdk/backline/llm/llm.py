@@ -1,0 +1,102 @@
+"""The LLM protocol: ``chat()`` returns a closable async stream of chunks."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncGenerator, AsyncIterator, Sequence
+from dataclasses import dataclass
+from types import TracebackType
+from typing import Protocol, TypeAlias, runtime_checkable
+
+from .chat_context import ChatContext
+from .tools import FunctionTool, ToolChoice
+
+
+@dataclass(frozen=True, slots=True)
+class TextDelta:
+    """A piece of the reply's text."""
+
+    text: str
+
+
+@dataclass(frozen=True, slots=True)
+class ToolCallChunk:
+    """One complete tool call (arguments are the whole JSON text)."""
+
+    call_id: str
+    name: str
+    arguments: str
+
+
+@dataclass(frozen=True, slots=True)
+class Usage:
+    """Token usage of one request, and its time to first token in seconds."""
+
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cache_read_input_tokens: int = 0
+    cache_creation_input_tokens: int = 0
+    ttft: float | None = None
+    stop_reason: str | None = None
+
+
+ChatChunk: TypeAlias = TextDelta | ToolCallChunk | Usage
+
+
+class LLMError(Exception):
+    """A model request failed. ``retryable`` says whether trying again may help."""
+
+    def __init__(self, message: str, *, retryable: bool = False, status: int | None = None):
+        super().__init__(message)
+        self.retryable = retryable
+        self.status = status
+
+
+class LLMStream:
+    """A stream of chunks from one request.
+
+    Iterate it, and close it when done (``async with`` does both). Closing, or
+    cancelling the task that iterates, closes the underlying connection.
+    """
+
+    __slots__ = ("_agen", "_closed")
+
+    def __init__(self, agen: AsyncGenerator[ChatChunk, None]) -> None:
+        self._agen = agen
+        self._closed = False
+
+    def __aiter__(self) -> AsyncIterator[ChatChunk]:
+        return self
+
+    async def __anext__(self) -> ChatChunk:
+        if self._closed:
+            raise StopAsyncIteration
+        return await self._agen.__anext__()
+
+    async def aclose(self) -> None:
+        if not self._closed:
+            self._closed = True
+            await self._agen.aclose()
+
+    async def __aenter__(self) -> LLMStream:
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await self.aclose()
+
+
+@runtime_checkable
+class LLM(Protocol):
+    """A chat model. The system prompt is the context's system messages, in order."""
+
+    def chat(
+        self,
+        chat_ctx: ChatContext,
+        *,
+        tools: Sequence[FunctionTool] = (),
+        tool_choice: ToolChoice | None = None,
+    ) -> LLMStream: ...

@@ -1,0 +1,217 @@
+"""``ScriptedLLM``: an ``LLM`` that answers from a script, for tests."""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import itertools
+import json
+from collections import deque
+from collections.abc import AsyncGenerator, Awaitable, Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Any, TypeAlias
+
+from ..llm.chat_context import ChatContext, ChatMessage
+from ..llm.llm import ChatChunk, LLMError, LLMStream, TextDelta, ToolCallChunk, Usage
+from ..llm.tools import FunctionTool, ToolChoice
+
+
+@dataclass(frozen=True)
+class ScriptedToolCall:
+    name: str
+    arguments: dict[str, Any] | str
+    call_id: str | None = None
+
+
+@dataclass(frozen=True)
+class ScriptedResponse:
+    """One scripted answer: text and/or tool calls, or an error; after ``delay`` seconds."""
+
+    text: str = ""
+    tool_calls: tuple[ScriptedToolCall, ...] = ()
+    error: BaseException | None = None
+    delay: float = 0.0
+    chunk_delay: float = 0.0
+    chunk_size: int = 0  # 0: one chunk per word
+
+
+def text(
+    content: str, *, delay: float = 0.0, chunk_delay: float = 0.0, chunk_size: int = 0
+) -> ScriptedResponse:
+    """A text reply, streamed word by word (or ``chunk_size`` characters at a time)."""
+    return ScriptedResponse(
+        text=content, delay=delay, chunk_delay=chunk_delay, chunk_size=chunk_size
+    )
+
+
+def tool_calls(
+    *calls: tuple[str, dict[str, Any] | str] | tuple[str, dict[str, Any] | str, str],
+    text: str = "",
+    delay: float = 0.0,
+    chunk_delay: float = 0.0,
+) -> ScriptedResponse:
+    """Tool calls (run concurrently by the runtime), with optional preamble ``text``.
+
+    Each call is ``(name, arguments)`` or ``(name, arguments, call_id)``.
+    """
+    parsed = tuple(
+        ScriptedToolCall(name=c[0], arguments=c[1], call_id=(c[2] if len(c) > 2 else None))
+        for c in calls
+    )
+    return ScriptedResponse(text=text, tool_calls=parsed, delay=delay, chunk_delay=chunk_delay)
+
+
+def error(exc: BaseException, *, delay: float = 0.0) -> ScriptedResponse:
+    """The request fails with ``exc`` after ``delay`` seconds."""
+    return ScriptedResponse(error=exc, delay=delay)
+
+
+@dataclass
+class LLMRequest:
+    """What the runtime asked: a copy of the context, the tools, the tool choice."""
+
+    chat_ctx: ChatContext
+    tools: list[FunctionTool]
+    tool_choice: ToolChoice | None
+    index: int = 0
+
+    @property
+    def tool_names(self) -> list[str]:
+        return [t.name for t in self.tools]
+
+    @property
+    def instructions(self) -> list[str]:
+        """The system/developer messages, in order."""
+        return [
+            it.content
+            for it in self.chat_ctx.items
+            if isinstance(it, ChatMessage) and it.role in ("system", "developer")
+        ]
+
+    @property
+    def last_message(self) -> ChatMessage | None:
+        for it in reversed(self.chat_ctx.items):
+            if isinstance(it, ChatMessage) and it.role not in ("system", "developer"):
+                return it
+        return None
+
+
+Responder: TypeAlias = Callable[
+    [LLMRequest], "ScriptedResponse | str | Awaitable[ScriptedResponse | str]"
+]
+
+
+@dataclass
+class _Counters:
+    calls: itertools.count[int] = field(default_factory=lambda: itertools.count(1))
+
+
+class ScriptedLLM:
+    """An ``LLM`` scripted by a list of responses or by a callable ``request -> response``.
+
+    Responses are ``text(...)``, ``tool_calls(...)`` or ``error(...)`` (a plain
+    string means ``text(string)``). ``requests`` records every request. A request
+    with nothing left in the script fails with ``LLMError`` saying so.
+    """
+
+    def __init__(
+        self,
+        script: Iterable[ScriptedResponse | str] | Responder = (),
+        *,
+        record: bool = True,
+    ) -> None:
+        self._responder: Responder | None = None
+        self._queue: deque[ScriptedResponse | str] = deque()
+        if callable(script):
+            self._responder = script
+        else:
+            self._queue.extend(script)
+        self._record = record
+        self.requests: list[LLMRequest] = []
+        self._ids = _Counters()
+        self._n = 0
+
+    def push(self, *responses: ScriptedResponse | str) -> None:
+        """Append responses to the script."""
+        self._queue.extend(responses)
+
+    @property
+    def remaining(self) -> int:
+        return len(self._queue)
+
+    def chat(
+        self,
+        chat_ctx: ChatContext,
+        *,
+        tools: Sequence[FunctionTool] = (),
+        tool_choice: ToolChoice | None = None,
+    ) -> LLMStream:
+        self._n += 1
+        request = LLMRequest(
+            chat_ctx=chat_ctx.copy() if self._record else chat_ctx,
+            tools=list(tools),
+            tool_choice=tool_choice,
+            index=self._n,
+        )
+        if self._record:
+            self.requests.append(request)
+        return LLMStream(self._stream(request))
+
+    async def _next_response(self, request: LLMRequest) -> ScriptedResponse:
+        if self._responder is not None:
+            got = self._responder(request)
+            if inspect.isawaitable(got):
+                got = await got
+        elif self._queue:
+            got = self._queue.popleft()
+        else:
+            raise LLMError(
+                f"ScriptedLLM: no response scripted for request #{request.index}; "
+                "push() more responses or pass a callable"
+            )
+        return text(got) if isinstance(got, str) else got
+
+    async def _stream(self, request: LLMRequest) -> AsyncGenerator[ChatChunk, None]:
+        response = await self._next_response(request)
+        if response.delay:
+            await asyncio.sleep(response.delay)
+        if response.error is not None:
+            raise response.error
+        if response.text:
+            for i, piece in enumerate(_chunks(response.text, response.chunk_size)):
+                if i and response.chunk_delay:
+                    await asyncio.sleep(response.chunk_delay)
+                yield TextDelta(piece)
+        for call in response.tool_calls:
+            if response.chunk_delay:
+                await asyncio.sleep(response.chunk_delay)
+            args = (
+                call.arguments
+                if isinstance(call.arguments, str)
+                else json.dumps(call.arguments, separators=(",", ":"))
+            )
+            yield ToolCallChunk(
+                call_id=call.call_id or f"call_{next(self._ids.calls)}",
+                name=call.name,
+                arguments=args,
+            )
+        yield Usage(
+            input_tokens=len(request.chat_ctx),
+            output_tokens=len(response.text.split()) + len(response.tool_calls),
+            stop_reason="tool_use" if response.tool_calls else "end_turn",
+        )
+
+
+def _chunks(content: str, size: int) -> list[str]:
+    if size > 0:
+        return [content[i : i + size] for i in range(0, len(content), size)]
+    parts: list[str] = []
+    word = ""
+    for ch in content:
+        word += ch
+        if ch == " ":
+            parts.append(word)
+            word = ""
+    if word:
+        parts.append(word)
+    return parts
