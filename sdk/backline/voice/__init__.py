@@ -1,0 +1,76 @@
+"""The voice runtime: session, agents, speech handles, generation, tools, events."""
+
+from .agent import Agent, AgentTask
+from .events import (
+    AgentHandoffEvent,
+    AgentState,
+    AgentStateChanged,
+    BackgroundMessage,
+    BackgroundReply,
+    BackgroundState,
+    BackgroundStatus,
+    CloseEvent,
+    ConversationItemAdded,
+    ErrorEvent,
+    Event,
+    EventName,
+    FunctionToolsExecuted,
+    ReplyStatus,
+    SpeechCreated,
+    ToolReply,
+    ToolUpdated,
+    UserState,
+    UserStateChanged,
+)
+from .io import InMemoryTextOutput, PlayoutResult, TextOutput
+from .run_context import RunContext
+from .run_result import (
+    AgentHandoffRunEvent,
+    EventAssert,
+    FunctionCallEvent,
+    FunctionCallOutputEvent,
+    MessageEvent,
+    RunAssert,
+    RunEvent,
+    RunResult,
+)
+from .session import Session
+from .speech_handle import SpeechHandle
+
+__all__ = [
+    "Agent",
+    "AgentHandoffEvent",
+    "AgentHandoffRunEvent",
+    "AgentState",
+    "AgentStateChanged",
+    "AgentTask",
+    "BackgroundMessage",
+    "BackgroundReply",
+    "BackgroundState",
+    "BackgroundStatus",
+    "CloseEvent",
+    "ConversationItemAdded",
+    "ErrorEvent",
+    "Event",
+    "EventAssert",
+    "EventName",
+    "FunctionCallEvent",
+    "FunctionCallOutputEvent",
+    "FunctionToolsExecuted",
+    "InMemoryTextOutput",
+    "MessageEvent",
+    "PlayoutResult",
+    "ReplyStatus",
+    "RunAssert",
+    "RunContext",
+    "RunEvent",
+    "RunResult",
+    "Session",
+    "SpeechCreated",
+    "SpeechHandle",
+    "TextOutput",
+    "ToolReply",
+    "ToolUpdated",
+    "UserState",
+    "UserStateChanged",
+]

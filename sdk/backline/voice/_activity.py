@@ -1,0 +1,500 @@
+"""AgentActivity: a running agent — its speech queue, scheduling loop and replies."""
+
+from __future__ import annotations
+
+import asyncio
+import heapq
+import itertools
+import logging
+import time
+from collections.abc import Callable, Coroutine
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from ..llm.chat_context import ChatItem, ChatMessage, FunctionCall, FunctionCallOutput
+from ..llm.llm import LLM, TextDelta, ToolCallChunk, Usage
+from ..llm.tools import FunctionTool, NamedToolChoice, ToolChoice
+from ._context import current_on_enter
+from ._tasks import Signal, TaskScope, cancel_and_wait
+from ._tool_runner import CANCELLED_OUTPUT, CallState, ToolOutcome
+from .agent import Agent, AgentTask
+from .events import ErrorEvent, FunctionToolsExecuted
+from .io import PlayoutResult
+from .speech_handle import PRIORITY_NORMAL, SpeechHandle
+
+if TYPE_CHECKING:
+    from .session import Session
+
+logger = logging.getLogger("backline")
+
+SpeechWork = Callable[[SpeechHandle], Coroutine[Any, Any, None]]
+
+PLAYOUT_CLEAR_TIMEOUT = 2.0
+DRAIN_TIMEOUT = 5.0
+
+_seq = itertools.count()
+
+
+@dataclass
+class _Step:
+    """What one LLM request of a reply produced."""
+
+    text: list[str] = field(default_factory=list)
+    text_at: float | None = None
+    calls: list[CallState] = field(default_factory=list)
+    over_limit: bool = False
+    usage: Usage | None = None
+
+
+class AgentActivity:
+    """One agent while it runs. Owns its speeches' tasks; the session owns the activity."""
+
+    def __init__(self, session: Session[Any], agent: Agent) -> None:
+        self.session = session
+        self.agent = agent
+        self._scope = TaskScope(f"activity {agent.label}")
+        self._queue: list[tuple[int, int, SpeechHandle, SpeechWork]] = []
+        self._current: SpeechHandle | None = None
+        self._wake = Signal()
+        self._paused = False
+        self._draining = False
+        self._closed = False
+        self._started = False
+        self.pause_slot = asyncio.Lock()
+        self.drain_exempt: dict[asyncio.Task[Any], SpeechHandle | None] = {}
+        self._realtime_listener: Callable[[bool], None] | None = None
+
+    def __repr__(self) -> str:
+        return f"AgentActivity({self.agent.label})"
+
+    # -- state ------------------------------------------------------------------
+    @property
+    def closed(self) -> bool:
+        return self._closed
+
+    @property
+    def paused(self) -> bool:
+        return self._paused
+
+    @property
+    def current_speech(self) -> SpeechHandle | None:
+        cur = self._current
+        return cur if cur is not None and not cur.done() else None
+
+    @property
+    def queued(self) -> int:
+        return len(self._queue)
+
+    def speeches(self) -> list[SpeechHandle]:
+        out = [s for _, _, s, _ in self._queue]
+        if self._current is not None and not self._current.done():
+            out.insert(0, self._current)
+        return out
+
+    @property
+    def llm(self) -> LLM:
+        return self.agent.llm or self.session.llm
+
+    def tool_map(self) -> dict[str, FunctionTool]:
+        tools = {t.name: t for t in self.session._all_session_tools()}
+        for t in self.agent._tools:
+            tools[t.name] = t
+        return tools
+
+    def check_tools(self, agent_tools: list[FunctionTool]) -> None:
+        """Raise before anything changes if the agent's tools clash with the session's."""
+        self.session._check_agent_tools(self.agent, agent_tools)
+
+    # -- lifecycle --------------------------------------------------------------
+    async def start(self) -> None:
+        self.check_tools(self.agent._tools)
+        if self.agent._activity is not None and self.agent._activity is not self:
+            raise RuntimeError(f"{self.agent.label} is already running in a session")
+        self.agent._activity = self
+        self._attach_realtime()
+        self._scope.create_task(self._scheduling_loop(), name=f"{self.agent.label} speech loop")
+        self._started = True
+
+    def start_on_enter(self) -> None:
+        self._scope.create_task(self._run_on_enter(), name=f"{self.agent.label}.on_enter")
+
+    async def _run_on_enter(self) -> None:
+        current_on_enter.set(self)
+        try:
+            await self.agent.on_enter()
+        except asyncio.CancelledError:
+            raise
+        except Exception as e:
+            logger.exception("%s.on_enter raised", self.agent.label)
+            self.session.emit(ErrorEvent(error=e, recoverable=True, source="on_enter"))
+
+    def _attach_realtime(self) -> None:
+        rt = self.agent.realtime or self.session.realtime
+        if rt is None:
+            return
+
+        def changed(_: bool) -> None:
+            self.session._refresh()
+
+        rt.add_background_work_listener(changed)
+        self._realtime_listener = changed
+
+    def _detach_realtime(self) -> None:
+        rt = self.agent.realtime or self.session.realtime
+        if rt is not None and self._realtime_listener is not None:
+            rt.remove_background_work_listener(self._realtime_listener)
+        self._realtime_listener = None
+
+    @property
+    def realtime_busy(self) -> bool:
+        rt = self.agent.realtime or self.session.realtime
+        return bool(
+            rt is not None and self._realtime_listener is not None and rt.background_work_running
+        )
+
+    def pause(self) -> None:
+        self._paused = True
+        self.session._refresh()
+
+    def resume(self) -> None:
+        self._paused = False
+        self._wake.notify()
+        self.session._refresh()
+
+    async def drain(self, timeout: float = DRAIN_TIMEOUT) -> None:
+        """Let queued and current speech finish, except speeches whose tool awaits an
+        inline task (those would wait for user input that can no longer come)."""
+        self._draining = True
+
+        def settled() -> bool:
+            exempt = {sp for sp in self.drain_exempt.values() if sp is not None}
+            return all(sp in exempt for sp in self.speeches())
+
+        if not settled():
+            ok = await self.session._wait_for(settled, timeout=timeout, even_when_closing=True)
+            if not ok:
+                logger.warning("%s: speech did not finish within %.1fs; stopping it", self, timeout)
+
+    def interrupt_all(self, *, force: bool) -> None:
+        for sp in self.speeches():
+            if force or sp.allow_interruptions:
+                sp.interrupt(force=force)
+
+    async def aclose(self) -> None:
+        if self._closed:
+            return
+        self._closed = True
+        self.interrupt_all(force=True)
+        await self._scope.aclose()
+        for _, _, sp, _ in self._queue:
+            sp._mark_done()
+        self._queue.clear()
+        self._detach_realtime()
+        if self.agent._activity is self:
+            self.agent._activity = None
+
+    # -- scheduling -------------------------------------------------------------
+    def schedule(self, speech: SpeechHandle, work: SpeechWork) -> None:
+        if self._closed:
+            raise RuntimeError(f"{self.agent.label} is no longer active; cannot schedule speech")
+        speech._on_change = lambda: self._speech_changed(speech)
+        heapq.heappush(self._queue, (-speech.priority, next(_seq), speech, work))
+        self.session._speech_created(speech)
+        self._wake.notify()
+        self.session._refresh()
+
+    def _speech_changed(self, speech: SpeechHandle) -> None:
+        if speech.interrupted and speech is not self._current and not speech.done():
+            self._queue = [q for q in self._queue if q[2] is not speech]
+            heapq.heapify(self._queue)
+            speech._mark_done()
+            return  # _mark_done notifies again
+        self.session._refresh()
+
+    async def _scheduling_loop(self) -> None:
+        while True:
+            while not self._queue or self._paused:
+                await self._wake.wait()
+            _, _, speech, work = heapq.heappop(self._queue)
+            if speech.done():
+                continue
+            self._current = speech
+            self._scope.create_task(self._run_speech(speech, work), name=f"speech {speech.id}")
+            try:
+                await speech.wait_for_playout()
+            finally:
+                self._current = None
+            self.session._refresh()
+            handoff = speech._handoff
+            if handoff is not None:
+                self.session._request_handoff(self, handoff)
+
+    async def _run_speech(self, speech: SpeechHandle, work: SpeechWork) -> None:
+        try:
+            if not speech.interrupted:
+                await work(speech)
+        except asyncio.CancelledError:
+            raise
+        except Exception as e:
+            logger.exception("speech %s failed", speech.id)
+            self.session.emit(ErrorEvent(error=e, recoverable=True, source="speech"))
+        finally:
+            speech._mark_done()
+
+    # -- recording --------------------------------------------------------------
+    def record(self, items: list[ChatItem], speech: SpeechHandle | None) -> None:
+        """Add items to this agent's context, the history, and the speech."""
+        self.agent._chat_ctx.insert(items)
+        self.session._add_to_history(items)
+        if speech is not None:
+            speech.chat_items.extend(items)
+
+    # -- output -----------------------------------------------------------------
+    async def _playout(self, speech: SpeechHandle) -> PlayoutResult:
+        """Wait for the current output segment to play, or cut it if interrupted."""
+        output = self.session.output
+        playout = asyncio.ensure_future(output.wait_for_playout())
+        interrupted = asyncio.ensure_future(speech._wait_interrupted())
+        try:
+            await asyncio.wait({playout, interrupted}, return_when=asyncio.FIRST_COMPLETED)
+            if playout.done():
+                return playout.result()
+            output.clear()
+            try:
+                return await asyncio.wait_for(asyncio.shield(playout), PLAYOUT_CLEAR_TIMEOUT)
+            except TimeoutError:
+                logger.warning(
+                    "the output did not report playout within %.1fs", PLAYOUT_CLEAR_TIMEOUT
+                )
+                return PlayoutResult(speech.id, "", True, asyncio.get_running_loop().time())
+        except asyncio.CancelledError:
+            output.clear()
+            raise
+        finally:
+            playout.cancel()
+            interrupted.cancel()
+
+    async def say_work(self, speech: SpeechHandle, text: str, add_to_chat_ctx: bool) -> None:
+        started = time.time()
+        output = self.session.output
+        output.begin_segment(speech.id)
+        speech._set_phase("speaking")
+        output.write(text)
+        output.flush()
+        result = await self._playout(speech)
+        if add_to_chat_ctx and (result.text or not result.interrupted):
+            msg = ChatMessage(
+                role="assistant",
+                content=result.text,
+                interrupted=result.interrupted,
+                created_at=started,
+            )
+            self.record([msg], speech)
+
+    # -- replies ----------------------------------------------------------------
+    async def reply_work(
+        self,
+        speech: SpeechHandle,
+        *,
+        instructions: str | None,
+        tool_choice: ToolChoice | None,
+    ) -> None:
+        session = self.session
+        choice = tool_choice
+        step_index = 0
+        while not speech.interrupted:
+            speech._set_phase("thinking")
+            step = await self._generate_step(speech, instructions, choice, step_index)
+            if step is None:
+                return  # the model failed; reported already
+            if speech.interrupted:
+                await self._cancel_calls(step.calls, speech)
+                return
+            if not step.calls:
+                if step.over_limit:
+                    await self._say_inline(speech, session.max_tool_steps_message)
+                return
+            speech._set_phase("thinking")
+            outcomes = await self._await_calls(step.calls, speech)
+            outputs = [o.output for o in outcomes]
+            self.record([o for o in outputs if o is not None], speech)
+            session.emit(
+                FunctionToolsExecuted(calls=[st.call for st in step.calls], outputs=outputs)
+            )
+            handoffs = [o.handoff for o in outcomes if o.handoff is not None]
+            if handoffs:
+                if len(handoffs) > 1:
+                    logger.warning("several tools handed off in one step; the last one wins")
+                speech._handoff = handoffs[-1]
+                return
+            if speech.interrupted:
+                return
+            if isinstance(self.agent, AgentTask) and self.agent.done():
+                return  # the task completed: its caller takes the conversation back
+            if all(o.stop_response for o in outcomes):
+                return
+            if step.over_limit:
+                await self._say_inline(speech, session.max_tool_steps_message)
+                return
+            step_index += 1
+            if choice == "required" or isinstance(choice, NamedToolChoice):
+                choice = "auto"
+
+    async def _generate_step(
+        self,
+        speech: SpeechHandle,
+        instructions: str | None,
+        choice: ToolChoice | None,
+        step_index: int,
+    ) -> _Step | None:
+        session = self.session
+        tools = self.tool_map()
+        ctx = self.agent.chat_ctx
+        if instructions:
+            ctx = ctx.copy()
+            ctx.insert(ChatMessage(role="system", content=instructions))
+        step = _Step()
+        tool_list = [] if choice == "none" else list(tools.values())
+        consume = asyncio.ensure_future(
+            self._consume(speech, ctx, tool_list, choice, tools, step, step_index)
+        )
+        interrupted = asyncio.ensure_future(speech._wait_interrupted())
+        error: BaseException | None = None
+        try:
+            await asyncio.wait({consume, interrupted}, return_when=asyncio.FIRST_COMPLETED)
+            if not consume.done():
+                await cancel_and_wait([consume], owner=str(self))
+            elif consume.exception() is not None:
+                error = consume.exception()
+        except asyncio.CancelledError:
+            consume.cancel()
+            raise
+        finally:
+            interrupted.cancel()
+        if step.text:
+            result = await self._playout(speech)
+            if result.text or not result.interrupted:
+                msg = ChatMessage(
+                    role="assistant",
+                    content=result.text,
+                    interrupted=result.interrupted,
+                    created_at=step.text_at or time.time(),
+                )
+                self.record([msg], speech)
+        for st in step.calls:
+            if not st.preamble.done():
+                st.preamble.set_result(None)
+        if error is not None:
+            logger.error("LLM request failed: %s", error, exc_info=error)
+            session.emit(ErrorEvent(error=error, recoverable=True, source="llm"))
+            if step.calls:
+                outcomes = await self._await_calls(step.calls, speech)
+                self.record([o.output for o in outcomes if o.output is not None], speech)
+            return None
+        return step
+
+    async def _consume(
+        self,
+        speech: SpeechHandle,
+        ctx: Any,
+        tool_list: list[FunctionTool],
+        choice: ToolChoice | None,
+        tools: dict[str, FunctionTool],
+        step: _Step,
+        step_index: int,
+    ) -> None:
+        session = self.session
+        output = session.output
+        runner = session._tool_runner
+        stream = self.llm.chat(ctx, tools=tool_list, tool_choice=choice)
+        try:
+            async with stream:
+                async for chunk in stream:
+                    if isinstance(chunk, TextDelta):
+                        if not chunk.text:
+                            continue
+                        if step.text_at is None:
+                            step.text_at = time.time()
+                            output.begin_segment(speech.id)
+                            speech._set_phase("speaking")
+                        step.text.append(chunk.text)
+                        output.write(chunk.text)
+                    elif isinstance(chunk, ToolCallChunk):
+                        if step_index >= session.max_tool_steps:
+                            step.over_limit = True
+                            continue
+                        call = FunctionCall(
+                            call_id=chunk.call_id, name=chunk.name, arguments=chunk.arguments
+                        )
+                        self.record([call], speech)
+                        step.calls.append(runner.start(self, speech, call, tools))
+                    elif isinstance(chunk, Usage):
+                        step.usage = chunk
+        finally:
+            if step.text_at is not None:
+                output.flush()
+
+    async def _say_inline(self, speech: SpeechHandle, text: str) -> None:
+        await self.say_work(speech, text, True)
+
+    async def _await_calls(self, calls: list[CallState], speech: SpeechHandle) -> list[ToolOutcome]:
+        """Wait for each call to return or to post its first update; an interrupt
+        cancels the calls still running (deferred ones keep going)."""
+        waiters: dict[CallState, asyncio.Future[Any]] = {}
+        for st in calls:
+            assert st.task is not None
+            parts: set[asyncio.Future[Any]] = {st.task, st.first_update}
+            waiters[st] = asyncio.ensure_future(
+                asyncio.wait(parts, return_when=asyncio.FIRST_COMPLETED)
+            )
+        interrupted = asyncio.ensure_future(speech._wait_interrupted())
+        try:
+            pending = set(waiters.values())
+            while pending and not interrupted.done():
+                _, pending = await asyncio.wait(
+                    pending | {interrupted}, return_when=asyncio.FIRST_COMPLETED
+                )
+                pending.discard(interrupted)
+        finally:
+            interrupted.cancel()
+            for w in waiters.values():
+                w.cancel()
+        outcomes: list[ToolOutcome] = []
+        to_cancel: list[asyncio.Task[Any]] = []
+        for st in calls:
+            outcomes.append(self._outcome_of(st, to_cancel))
+        if to_cancel:
+            await cancel_and_wait(to_cancel, owner=str(self))
+        return outcomes
+
+    def _outcome_of(self, st: CallState, to_cancel: list[asyncio.Task[Any]]) -> ToolOutcome:
+        task = st.task
+        assert task is not None
+        call = st.call
+        if st.first_update.done():
+            return ToolOutcome(st.first_update.result())
+        if task.done() and not task.cancelled():
+            exc = task.exception()
+            if exc is None:
+                return task.result()
+            logger.error("tool %r failed", call.name, exc_info=exc)
+            return ToolOutcome(_error_output(call, f"Tool '{call.name}' failed unexpectedly."))
+        if not task.done():
+            to_cancel.append(task)
+        return ToolOutcome(_error_output(call, CANCELLED_OUTPUT))
+
+    async def _cancel_calls(self, calls: list[CallState], speech: SpeechHandle) -> None:
+        if not calls:
+            return
+        outcomes = await self._await_calls(calls, speech)
+        self.record([o.output for o in outcomes if o.output is not None], speech)
+
+
+def _error_output(call: FunctionCall, text: str) -> FunctionCallOutput:
+    return FunctionCallOutput(call_id=call.call_id, name=call.name, output=text, is_error=True)
+
+
+def new_speech(
+    *, allow_interruptions: bool, source: str, priority: int = PRIORITY_NORMAL
+) -> SpeechHandle:
+    return SpeechHandle(allow_interruptions=allow_interruptions, priority=priority, source=source)

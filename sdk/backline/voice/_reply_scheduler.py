@@ -1,0 +1,231 @@
+"""The reply scheduler: eager inserts, then one coalesced reply when the session is idle.
+
+Shared by deferred tool results and background sessions. ``enqueue`` inserts
+items at once into the current agent's context and the history (both or
+neither, even if close lands mid-insert), then buffers them; a delivery task
+waits for the session to be idle, takes everything buffered, copies it onto the
+agent that is current by then (following handoffs until stable), and asks for
+one reply with tools disabled. ``insert_silent`` shares the lock, the insert and
+the retargeting, but never buffers a reply.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from ..llm.chat_context import ChatItem
+from ._tasks import cancel_and_wait
+from .events import ReplyStatus
+
+if TYPE_CHECKING:
+    from ._activity import AgentActivity
+    from .agent import Agent
+    from .session import Session
+
+logger = logging.getLogger("backline")
+
+
+class SchedulerClosed(RuntimeError):
+    """The scheduler (or its session) closed before the items were accepted."""
+
+
+@dataclass(eq=False)
+class Pending:
+    items: list[ChatItem]
+    ids: list[str]
+    owner: AgentActivity | None
+    reached: list[Agent] = field(default_factory=list)
+    run: Any = None
+
+
+Render = Callable[[list[Pending], bool], str]
+OnStatus = Callable[[list[str], ReplyStatus, str | None], None]
+
+
+class ReplyScheduler:
+    def __init__(
+        self,
+        session: Session[Any],
+        *,
+        name: str,
+        render: Render,
+        on_status: OnStatus,
+        source: str,
+    ) -> None:
+        self._session = session
+        self._name = name
+        self._render = render
+        self._on_status = on_status
+        self._source = source
+        self._lock = asyncio.Lock()
+        self._pending: list[Pending] = []
+        self._taking = 0  # a batch is between "taken" and "reply requested"
+        self._task: asyncio.Task[None] | None = None
+        self._closed = False
+
+    @property
+    def closed(self) -> bool:
+        return self._closed
+
+    # -- owed speech -------------------------------------------------------------
+    def owes_reply(self) -> bool:
+        """A reply is committed to follow: deliverable items are buffered or being taken."""
+        if self._closed:
+            return False
+        return self._taking > 0 or any(self._deliverable(p) for p in self._pending)
+
+    def owes_reply_for(self, run: Any) -> bool:
+        return not self._closed and (
+            self._taking > 0 or any(p.run is run and self._deliverable(p) for p in self._pending)
+        )
+
+    def _deliverable(self, p: Pending) -> bool:
+        owner = p.owner
+        if owner is None or owner.closed:
+            return True
+        # A paused agent's results wait until it is current again.
+        return owner is self._session._activity
+
+    # -- inserting ---------------------------------------------------------------
+    async def enqueue(
+        self,
+        items: Sequence[ChatItem],
+        ids: Sequence[str],
+        *,
+        owner: AgentActivity | None = None,
+        run: Any = None,
+    ) -> None:
+        """Insert eagerly and buffer for one coalesced reply. Raises ``SchedulerClosed``."""
+        await self._insert(list(items), list(ids), owner=owner, run=run, silent=False)
+
+    async def insert_silent(self, items: Sequence[ChatItem]) -> None:
+        """Insert into the current agent's context and the history; no reply."""
+        await self._insert(list(items), [], owner=None, run=None, silent=True)
+
+    async def _insert(
+        self,
+        items: list[ChatItem],
+        ids: list[str],
+        *,
+        owner: AgentActivity | None,
+        run: Any,
+        silent: bool,
+    ) -> None:
+        if self._closed:
+            raise SchedulerClosed(f"{self._name} is closed")
+        async with self._lock:
+            if self._closed:
+                raise SchedulerClosed(f"{self._name} is closed")
+            session = self._session
+            agent = session._target_agent()
+            try:
+                await _copy_into(agent, items)
+            except BaseException:
+                agent._chat_ctx.remove(it.id for it in items)
+                raise
+            if self._closed:
+                # Both or neither: take the items back out of the agent's context.
+                agent._chat_ctx.remove(it.id for it in items)
+                raise SchedulerClosed(f"{self._name} closed during the insert")
+            session._add_to_history(items)
+            entry = Pending(items=items, ids=ids, owner=owner, reached=[agent], run=run)
+            if silent:
+                await self._retarget([entry])
+                if self._closed:
+                    raise SchedulerClosed(f"{self._name} closed during the insert")
+                return
+            self._pending.append(entry)
+            if self._task is None or self._task.done():
+                self._task = session._scope.create_task(
+                    self._deliver(), name=f"{self._name} delivery"
+                )
+            session._refresh()
+
+    async def _retarget(self, entries: list[Pending]) -> Agent:
+        """Copy the entries onto the current agent, following handoffs until it is stable."""
+        while True:
+            target = self._session._target_agent()
+            for entry in entries:
+                if any(a is target for a in entry.reached):
+                    continue
+                missing = [it for it in entry.items if it.id not in target.chat_ctx]
+                if missing:
+                    logger.debug(
+                        "%s: retargeting %d item(s) to %s", self._name, len(missing), target
+                    )
+                    await _copy_into(target, missing)
+                entry.reached.append(target)
+            if self._closed or self._session._target_agent() is target:
+                return target
+
+    # -- delivering --------------------------------------------------------------
+    async def _deliver(self) -> None:
+        session = self._session
+        while True:
+            ok = await session._wait_for(
+                lambda: session._is_idle() and any(self._deliverable(p) for p in self._pending)
+            )
+            if not ok or self._closed:
+                self._pending.clear()
+                return
+            async with self._lock:
+                if self._closed:
+                    return
+                batch = [p for p in self._pending if self._deliverable(p)]
+                if not batch:
+                    continue
+                self._taking += 1
+                try:
+                    self._pending = [p for p in self._pending if p not in batch]
+                    target = await self._retarget(batch)
+                    if self._closed:
+                        return
+                    # No suspension from the stability check to the request: the reply
+                    # lands on the agent that now holds every item.
+                    last = target.chat_ctx.items[-1].id if len(target.chat_ctx) else None
+                    at_tail = last == batch[-1].items[-1].id
+                    instructions = self._render(batch, at_tail)
+                    ids = [i for p in batch for i in p.ids]
+                    speech = session._generate_scheduled_reply(
+                        instructions=instructions, source=self._source
+                    )
+                finally:
+                    self._taking -= 1
+                self._on_status(ids, "scheduled", speech.id)
+
+                def done(sp: Any, ids: list[str] = ids) -> None:
+                    if sp.interrupted:
+                        status: ReplyStatus = "interrupted"
+                    elif not sp.chat_items:
+                        status = "skipped"
+                    else:
+                        status = "completed"
+                    self._on_status(ids, status, sp.id)
+
+                speech.add_done_callback(done)
+            if not self._pending:
+                return
+
+    async def aclose(self) -> None:
+        """Drop buffered replies and stop delivering; waits for an in-flight insert."""
+        self._closed = True
+        if self._task is not None:
+            await cancel_and_wait([self._task], owner=self._name)
+        try:
+            await asyncio.wait_for(self._lock.acquire(), timeout=5.0)
+        except TimeoutError:  # pragma: no cover - an insert stuck in a user override
+            logger.warning("%s: an insert did not finish within 5s of close", self._name)
+        else:
+            self._lock.release()
+        self._pending.clear()
+        self._task = None
+
+
+async def _copy_into(agent: Agent, items: list[ChatItem]) -> None:
+    ctx = agent.chat_ctx.copy()
+    ctx.insert(items)
+    await agent.update_chat_ctx(ctx)

@@ -1,0 +1,120 @@
+"""Owned tasks: every task has a scope that cancels and awaits it, within a bound."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Coroutine
+from typing import Any, TypeVar
+
+logger = logging.getLogger("backline")
+
+T = TypeVar("T")
+
+CLOSE_TIMEOUT = 5.0
+
+
+class TaskScope:
+    """Owns tasks. ``aclose()`` cancels them all and waits, never longer than ``timeout``.
+
+    Unlike ``asyncio.TaskGroup``, one failing task does not cancel its siblings
+    (speeches and tools are independent), and a task that ignores cancellation
+    cannot make close hang: it is logged and abandoned after the bound.
+    """
+
+    __slots__ = ("_closed", "_name", "_tasks")
+
+    def __init__(self, name: str) -> None:
+        self._name = name
+        self._tasks: set[asyncio.Task[Any]] = set()
+        self._closed = False
+
+    @property
+    def closed(self) -> bool:
+        return self._closed
+
+    def __len__(self) -> int:
+        return len(self._tasks)
+
+    def create_task(
+        self, coro: Coroutine[Any, Any, T], *, name: str | None = None
+    ) -> asyncio.Task[T]:
+        if self._closed:
+            coro.close()
+            raise RuntimeError(f"{self._name} is closed")
+        task = asyncio.get_running_loop().create_task(coro, name=name)
+        self._tasks.add(task)
+        task.add_done_callback(self._discard)
+        return task
+
+    def _discard(self, task: asyncio.Task[Any]) -> None:
+        self._tasks.discard(task)
+        if not task.cancelled() and task.exception() is not None:
+            exc = task.exception()
+            logger.error("task %s of %s failed", task.get_name(), self._name, exc_info=exc)
+
+    async def aclose(self, timeout: float = CLOSE_TIMEOUT) -> None:
+        """Cancel every task and wait for them, at most ``timeout`` seconds."""
+        self._closed = True
+        await cancel_and_wait(self._tasks, timeout=timeout, owner=self._name)
+
+
+async def cancel_and_wait(
+    tasks: set[asyncio.Task[Any]] | list[asyncio.Task[Any]],
+    *,
+    timeout: float = CLOSE_TIMEOUT,
+    owner: str = "backline",
+) -> None:
+    """Cancel ``tasks`` (except the caller) and wait for them, bounded by ``timeout``."""
+    me = asyncio.current_task()
+    pending = [t for t in tasks if t is not me and not t.done()]
+    if not pending:
+        return
+    for t in pending:
+        t.cancel()
+    _, still = await _shielded_wait(pending, timeout)
+    for t in still:
+        logger.warning(
+            "%s: task %s ignored cancellation; abandoned after %.1fs", owner, t.get_name(), timeout
+        )
+
+
+async def _shielded_wait(
+    tasks: list[asyncio.Task[Any]], timeout: float
+) -> tuple[set[asyncio.Task[Any]], set[asyncio.Task[Any]]]:
+    # If the closer itself is cancelled, keep waiting for the (already cancelled)
+    # tasks within the bound, then re-raise: close must not leave tasks behind.
+    waiter = asyncio.ensure_future(asyncio.wait(tasks, timeout=timeout))
+    try:
+        return await asyncio.shield(waiter)
+    except asyncio.CancelledError:
+        await asyncio.wait([waiter], timeout=timeout)
+        raise
+
+
+class Signal:
+    """Wakes waiters whenever something they depend on changes; they re-check."""
+
+    __slots__ = ("_waiters",)
+
+    def __init__(self) -> None:
+        self._waiters: list[asyncio.Future[None]] = []
+
+    def notify(self) -> None:
+        waiters, self._waiters = self._waiters, []
+        for w in waiters:
+            if not w.done():
+                w.set_result(None)
+
+    async def wait(self) -> None:
+        fut: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        self._waiters.append(fut)
+        try:
+            await fut
+        finally:
+            if not fut.done():
+                fut.cancel()
+                try:
+                    self._waiters.remove(fut)
+                except ValueError:
+                    pass

@@ -1,0 +1,242 @@
+"""Running one step's tool calls: validation, holds, handoffs, deferred replies."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from ..llm.chat_context import FunctionCall, FunctionCallOutput
+from ..llm.tool_output import serialize_tool_output, validate_tool_output
+from ..llm.tools import FunctionTool, StopResponse, ToolError
+from ._context import current_call
+from .events import ToolReply, ToolUpdated
+from .run_context import RunContext
+
+if TYPE_CHECKING:
+    from ._activity import AgentActivity
+    from ._reply_scheduler import ReplyScheduler
+    from .agent import Agent
+    from .session import Session
+    from .speech_handle import SpeechHandle
+
+logger = logging.getLogger("backline")
+
+DEFAULT_UPDATE_TEMPLATE = (
+    "The task is still running in the background. Progress so far: {message}\n"
+    "Do not invent its results: they will arrive later, and you will be told."
+)
+
+CANCELLED_OUTPUT = "The call was cancelled: the user interrupted before it finished."
+
+
+@dataclass
+class ToolOutcome:
+    """How a call ended, as far as the speech that made it is concerned."""
+
+    output: FunctionCallOutput | None
+    handoff: Agent | None = None
+    stop_response: bool = False
+    returned_none: bool = False
+
+
+@dataclass(eq=False)
+class CallState:
+    """One tool call in flight. Lives in the session's tool scope, not the speech's."""
+
+    runner: ToolRunner
+    activity: AgentActivity
+    speech: SpeechHandle
+    call: FunctionCall
+    tool: FunctionTool | None
+    first_update: asyncio.Future[FunctionCallOutput] = field(init=False)
+    preamble: asyncio.Future[None] = field(init=False)
+    task: asyncio.Task[ToolOutcome] | None = None
+    detached: bool = False
+    updates: int = 0
+    run: Any = None
+    _lock: asyncio.Lock = field(default_factory=asyncio.Lock)
+
+    def __post_init__(self) -> None:
+        loop = asyncio.get_running_loop()
+        self.first_update = loop.create_future()
+        self.preamble = loop.create_future()
+
+    async def wait_for_preamble(self) -> None:
+        await asyncio.shield(self.preamble)
+
+    async def post_update(self, message: str) -> None:
+        if not isinstance(message, str):
+            raise TypeError("a tool update must be a string")
+        runner = self.runner
+        cid = self.call.call_id
+        async with self._lock:
+            if not self.detached:
+                self.detached = True
+                item = FunctionCallOutput(
+                    call_id=cid,
+                    name=self.call.name,
+                    output=runner.update_template.format(
+                        message=message, function_name=self.call.name, call_id=cid
+                    ),
+                )
+                runner.session.emit(ToolUpdated(call_id=cid, item_id=cid, message=message))
+                if not self.first_update.done():
+                    self.first_update.set_result(item)
+                return
+            self.updates += 1
+            item_id = f"{cid}_update_{self.updates}"
+            runner.session.emit(ToolUpdated(call_id=cid, item_id=item_id, message=message))
+            await runner.enqueue_pair(self, item_id, message, is_error=False)
+
+
+class ToolRunner:
+    """Owns every tool task of a session, and the scheduler of deferred tool replies."""
+
+    def __init__(
+        self,
+        session: Session[Any],
+        scheduler: ReplyScheduler,
+        *,
+        update_template: str = DEFAULT_UPDATE_TEMPLATE,
+    ) -> None:
+        self.session = session
+        self.scheduler = scheduler
+        self.update_template = update_template
+        self.running: set[CallState] = set()
+
+    def start(
+        self,
+        activity: AgentActivity,
+        speech: SpeechHandle,
+        call: FunctionCall,
+        tools: dict[str, FunctionTool],
+    ) -> CallState:
+        state = CallState(self, activity, speech, call, tools.get(call.name))
+        state.run = self.session._active_run
+        away = self.session._away
+        away.take_hold(activity)
+        self.running.add(state)
+        task = self.session._tool_scope.create_task(self._run(state), name=f"tool {call.name}")
+        state.task = task
+
+        def finished(_: asyncio.Task[ToolOutcome]) -> None:
+            self.running.discard(state)
+            away.release_hold(state.activity)
+            self.session._refresh()
+
+        task.add_done_callback(finished)
+        return state
+
+    def move_holds(self, old: AgentActivity, new_owner: AgentActivity | None) -> None:
+        """The activity closed for good: its running tools now belong to the session."""
+        for st in self.running:
+            if st.activity is old:
+                self.session._away.move_hold(old, new_owner)
+
+    async def _run(self, state: CallState) -> ToolOutcome:
+        current_call.set(state)
+        run_ctx: RunContext[Any] = RunContext(
+            session=self.session, speech_handle=state.speech, function_call=state.call, state=state
+        )
+        try:
+            outcome = await self._invoke(state, run_ctx)
+        finally:
+            run_ctx._detach()
+        if state.detached:
+            await self._finish_deferred(state, outcome)
+        return outcome
+
+    async def _invoke(self, state: CallState, run_ctx: RunContext[Any]) -> ToolOutcome:
+        call = state.call
+        tool = state.tool
+
+        def error(text: str) -> ToolOutcome:
+            return ToolOutcome(
+                FunctionCallOutput(call_id=call.call_id, name=call.name, output=text, is_error=True)
+            )
+
+        if tool is None:
+            known = ", ".join(sorted(state.activity.tool_map())) or "none"
+            return error(f"Unknown tool '{call.name}'. Available tools: {known}.")
+        try:
+            value = await tool.invoke(call.arguments, run_ctx)
+        except ToolError as e:
+            return error(e.message)
+        except StopResponse:
+            return ToolOutcome(None, stop_response=True)
+        except asyncio.CancelledError:
+            raise
+        except Exception as e:
+            logger.exception("tool %r raised", call.name)
+            return error(f"Tool '{call.name}' failed with an unexpected {type(e).__name__}.")
+        return self._classify(call, value)
+
+    def _classify(self, call: FunctionCall, value: Any) -> ToolOutcome:
+        from .agent import Agent
+
+        handoff: Agent | None = None
+        if isinstance(value, Agent):
+            handoff, value = value, None
+        elif (
+            isinstance(value, tuple)
+            and len(value) == 2
+            and isinstance(value[1], Agent)
+            and not isinstance(value[0], Agent)
+        ):
+            value, handoff = value[0], value[1]
+        try:
+            validate_tool_output(value, what=f"the return value of tool '{call.name}'")
+        except ValueError as e:
+            return ToolOutcome(
+                FunctionCallOutput(
+                    call_id=call.call_id, name=call.name, output=str(e), is_error=True
+                ),
+                handoff=handoff,
+            )
+        if handoff is not None and value is None:
+            text = f"Transferred the conversation to {handoff.label}."
+        else:
+            text = serialize_tool_output(value)
+        return ToolOutcome(
+            FunctionCallOutput(call_id=call.call_id, name=call.name, output=text),
+            handoff=handoff,
+            returned_none=value is None,
+        )
+
+    async def _finish_deferred(self, state: CallState, outcome: ToolOutcome) -> None:
+        cid = state.call.call_id
+        if outcome.stop_response:
+            return
+        out = outcome.output
+        if outcome.handoff is not None:
+            text, is_error = "Handing off from a deferred tool is not supported.", True
+        elif out is None:
+            return
+        else:
+            if outcome.returned_none:
+                return  # a None return after updates adds nothing
+            text, is_error = out.output, out.is_error
+        async with state._lock:
+            await self.enqueue_pair(state, f"{cid}_final", text, is_error=is_error)
+
+    async def enqueue_pair(
+        self, state: CallState, call_id: str, text: str, *, is_error: bool
+    ) -> None:
+        call = FunctionCall(call_id=call_id, name=state.call.name, arguments="{}")
+        out = FunctionCallOutput(
+            call_id=call_id, name=state.call.name, output=text, is_error=is_error
+        )
+        await self.scheduler.enqueue([call, out], [call_id], owner=state.activity, run=state.run)
+
+    def tool_reply_status(self) -> Callable[[list[str], Any, str | None], None]:
+        def report(ids: list[str], status: Any, speech_id: str | None) -> None:
+            self.session.emit(ToolReply(call_ids=list(ids), status=status, speech_id=speech_id))
+
+        return report
+
+    def owed_by_run(self, run: Any) -> bool:
+        """Whether a deferred tool started during ``run`` is still working."""
+        return any(st.detached and st.run is run for st in self.running)

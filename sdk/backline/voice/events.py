@@ -1,0 +1,222 @@
+"""Session events: typed dataclasses, delivered synchronously to ``session.on`` callbacks."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Literal, TypeAlias, TypeVar
+
+from ..llm.chat_context import ChatItem, FunctionCall, FunctionCallOutput
+
+if TYPE_CHECKING:
+    from .agent import Agent
+    from .speech_handle import SpeechHandle
+
+logger = logging.getLogger("backline")
+
+AgentState: TypeAlias = Literal["initializing", "listening", "thinking", "speaking"]
+UserState: TypeAlias = Literal["listening", "speaking", "away"]
+ReplyStatus: TypeAlias = Literal["scheduled", "completed", "interrupted", "skipped"]
+
+
+@dataclass(frozen=True)
+class AgentStateChanged:
+    old: AgentState
+    new: AgentState
+    type: Literal["agent_state_changed"] = "agent_state_changed"
+
+
+@dataclass(frozen=True)
+class UserStateChanged:
+    old: UserState
+    new: UserState
+    type: Literal["user_state_changed"] = "user_state_changed"
+
+
+@dataclass(frozen=True)
+class ConversationItemAdded:
+    """An item entered the session history."""
+
+    item: ChatItem
+    type: Literal["conversation_item_added"] = "conversation_item_added"
+
+
+@dataclass(frozen=True)
+class FunctionToolsExecuted:
+    """One step's tool calls finished (their outputs are in the same order)."""
+
+    calls: list[FunctionCall]
+    outputs: list[FunctionCallOutput | None]
+    type: Literal["function_tools_executed"] = "function_tools_executed"
+
+
+@dataclass(frozen=True)
+class SpeechCreated:
+    speech: SpeechHandle
+    source: Literal["say", "generate_reply", "user_turn", "tool_reply", "background_reply"]
+    type: Literal["speech_created"] = "speech_created"
+
+
+@dataclass(frozen=True)
+class AgentHandoffEvent:
+    old_agent: Agent | None
+    new_agent: Agent
+    type: Literal["agent_handoff"] = "agent_handoff"
+
+
+@dataclass(frozen=True)
+class ToolUpdated:
+    """A deferred tool posted an update (``item_id`` is ``<call_id>_update_<n>``)."""
+
+    call_id: str
+    item_id: str
+    message: str
+    type: Literal["tool_updated"] = "tool_updated"
+
+
+@dataclass(frozen=True)
+class ToolReply:
+    """A deferred tool reply changed status (``call_ids`` of the outputs it covers)."""
+
+    call_ids: list[str]
+    status: ReplyStatus
+    speech_id: str | None
+    type: Literal["tool_reply"] = "tool_reply"
+
+
+@dataclass(frozen=True)
+class ErrorEvent:
+    error: BaseException
+    recoverable: bool
+    source: str = "runtime"
+    type: Literal["error"] = "error"
+
+
+@dataclass(frozen=True)
+class CloseEvent:
+    reason: Literal["user", "error", "closed"]
+    error: BaseException | None = None
+    type: Literal["close"] = "close"
+
+
+@dataclass(frozen=True)
+class BackgroundMessage:
+    """A background session sent a message (``content`` is the raw text)."""
+
+    background_id: str
+    message_id: str
+    content: str
+    silent: bool
+    type: Literal["background_message"] = "background_message"
+
+
+@dataclass(frozen=True)
+class BackgroundReply:
+    """A spoken background reply changed status."""
+
+    background_id: str
+    message_ids: list[str]
+    status: ReplyStatus
+    speech_id: str | None
+    type: Literal["background_reply"] = "background_reply"
+
+
+@dataclass(frozen=True)
+class BackgroundState:
+    """A background session reported state (a JSON-compatible value, already copied)."""
+
+    background_id: str
+    state: Any
+    type: Literal["background_state"] = "background_state"
+
+
+@dataclass(frozen=True)
+class BackgroundStatus:
+    """A background session's entrypoint started, ended or crashed, or a turn began or ended."""
+
+    background_id: str
+    status: Literal["running", "busy", "idle", "ended", "crashed", "closed"]
+    error: str | None = None
+    type: Literal["background_status"] = "background_status"
+
+
+Event: TypeAlias = (
+    AgentStateChanged
+    | UserStateChanged
+    | ConversationItemAdded
+    | FunctionToolsExecuted
+    | SpeechCreated
+    | AgentHandoffEvent
+    | ToolUpdated
+    | ToolReply
+    | ErrorEvent
+    | CloseEvent
+    | BackgroundMessage
+    | BackgroundReply
+    | BackgroundState
+    | BackgroundStatus
+)
+
+EventName: TypeAlias = Literal[
+    "agent_state_changed",
+    "user_state_changed",
+    "conversation_item_added",
+    "function_tools_executed",
+    "speech_created",
+    "agent_handoff",
+    "tool_updated",
+    "tool_reply",
+    "error",
+    "close",
+    "background_message",
+    "background_reply",
+    "background_state",
+    "background_status",
+]
+
+EVENT_NAMES: frozenset[str] = frozenset(EventName.__args__)  # type: ignore[attr-defined]
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+@dataclass
+class EventEmitter:
+    """``on(name, callback)`` / ``off(name, callback)`` / ``emit(event)``.
+
+    Callbacks run synchronously, in registration order; one that raises is
+    logged and the others still run.
+    """
+
+    _listeners: dict[str, list[Callable[[Any], Any]]] = field(default_factory=dict)
+
+    def on(self, name: EventName, callback: F | None = None) -> Any:
+        """Register ``callback`` for ``name``; usable as a decorator."""
+        if name not in EVENT_NAMES:
+            raise ValueError(
+                f"unknown event {name!r}; known events: {', '.join(sorted(EVENT_NAMES))}"
+            )
+
+        def register(cb: F) -> F:
+            self._listeners.setdefault(name, []).append(cb)
+            return cb
+
+        return register(callback) if callback is not None else register
+
+    def off(self, name: EventName, callback: Callable[[Any], Any]) -> None:
+        listeners = self._listeners.get(name)
+        if listeners and callback in listeners:
+            listeners.remove(callback)
+
+    def has_listeners(self, name: str) -> bool:
+        return bool(self._listeners.get(name))
+
+    def emit(self, event: Event) -> None:
+        listeners = self._listeners.get(event.type)
+        if not listeners:
+            return
+        for cb in list(listeners):
+            try:
+                cb(event)
+            except Exception:
+                logger.exception("a %r event listener raised", event.type)

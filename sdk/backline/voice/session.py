@@ -1,0 +1,768 @@
+"""Session: one conversation — the current agent, the history, I/O, timers and events."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import Callable, Iterable, Sequence
+from typing import TYPE_CHECKING, Any, Generic, TypeVar
+
+from ..llm.chat_context import AgentHandoff, ChatContext, ChatItem, ChatMessage
+from ..llm.llm import LLM
+from ..llm.realtime import RealtimeSession
+from ..llm.tools import FunctionTool, StopResponse, ToolChoice, ToolError
+from ._activity import AgentActivity, new_speech
+from ._away import AwayTimer
+from ._reply_scheduler import Pending, ReplyScheduler
+from ._tasks import Signal, TaskScope
+from ._tool_runner import ToolRunner
+from .agent import Agent, AgentTask, check_tool_names
+from .events import (
+    AgentHandoffEvent,
+    AgentState,
+    AgentStateChanged,
+    CloseEvent,
+    ConversationItemAdded,
+    ErrorEvent,
+    Event,
+    EventEmitter,
+    EventName,
+    SpeechCreated,
+    UserState,
+    UserStateChanged,
+)
+from .io import InMemoryTextOutput, TextOutput
+from .speech_handle import PRIORITY_NORMAL, SpeechHandle
+
+if TYPE_CHECKING:
+    from ..background.definition import BackgroundDefinition, HandlingOptions
+    from ..background.runtime import BackgroundManager
+    from .run_result import RunResult
+
+logger = logging.getLogger("backline")
+
+UserdataT = TypeVar("UserdataT")
+
+TOOL_REPLY_AT_TAIL = (
+    "New results arrived from tools that were still running in the background "
+    "(call ids: {call_ids}). Tell the user about them naturally and briefly, "
+    "without repeating what was already said."
+)
+TOOL_REPLY_MAYBE_COVERED = (
+    "New results arrived from tools that were still running in the background "
+    "(call ids: {call_ids}). You may already have mentioned some of this: tell the "
+    "user only what they have not heard yet. If everything was already said, reply "
+    "with nothing at all."
+)
+MAX_TOOL_STEPS_MESSAGE = "I'm sorry, I couldn't finish that."
+
+
+class Session(Generic[UserdataT]):
+    """One conversation between a user and a voice agent (and its background sessions).
+
+    ``async with Session(llm) as session: await session.start(MyAgent())``. Front
+    ends push user turns (``push_user_turn``) and speech signals
+    (``user_started_speaking`` / ``user_stopped_speaking``) and receive the
+    agent's words through ``output``; tests use ``run(user_input=...)``.
+    ``aclose()`` is bounded and never hangs.
+    """
+
+    def __init__(
+        self,
+        llm: LLM,
+        *,
+        tools: Sequence[FunctionTool] = (),
+        background: Iterable[BackgroundDefinition] | None = None,
+        handling: HandlingOptions | None = None,
+        user_away_timeout: float | None = 15.0,
+        max_tool_steps: int = 5,
+        userdata: UserdataT | None = None,
+        output: TextOutput | None = None,
+        realtime: RealtimeSession | None = None,
+        max_tool_steps_message: str = MAX_TOOL_STEPS_MESSAGE,
+    ) -> None:
+        if max_tool_steps < 0:
+            raise ValueError("max_tool_steps must be >= 0")
+        self._llm = llm
+        self._tools: list[FunctionTool] = list(tools)
+        check_tool_names(self._tools, where="Session tools")
+        self._userdata = userdata
+        self._output: TextOutput = output if output is not None else InMemoryTextOutput()
+        self._realtime = realtime
+        self.max_tool_steps = max_tool_steps
+        self.max_tool_steps_message = max_tool_steps_message
+        self._emitter = EventEmitter()
+        self._history = ChatContext()
+        self._scope = TaskScope("session")
+        self._tool_scope = TaskScope("session tools")
+        self._activity: AgentActivity | None = None
+        self._activities: list[AgentActivity] = []
+        self._agent_state: AgentState = "initializing"
+        self._user_state: UserState = "listening"
+        self._started = False
+        self._closing = False
+        self._closed = False
+        self._close_task: asyncio.Task[None] | None = None
+        self._switching = 0
+        self._handoffs_pending = 0
+        self._user_turns = 0
+        self._pending_turns: list[str] = []
+        self._turn_lock = asyncio.Lock()
+        self._switch_lock = asyncio.Lock()
+        self._changed = Signal()
+        self._refreshing = False
+        self._refresh_again = False
+        self._active_run: RunResult | None = None
+        self._away = AwayTimer(
+            user_away_timeout,
+            should_arm=self._away_may_arm,
+            current_owner=lambda: self._activity,
+            fire=self._user_went_away,
+        )
+        self._away._on_change = self._refresh
+        self._tool_scheduler = ReplyScheduler(
+            self,
+            name="tool replies",
+            render=self._render_tool_reply,
+            on_status=lambda ids, status, sid: self._tool_runner.tool_reply_status()(
+                ids, status, sid
+            ),
+            source="tool_reply",
+        )
+        self._tool_runner = ToolRunner(self, self._tool_scheduler)
+        self._background: BackgroundManager | None = None
+        defs = list(background or ())
+        if defs:
+            from ..background.runtime import BackgroundManager
+
+            self._background = BackgroundManager(self, defs, handling=handling)
+        self._check_session_tools(self._tools)
+
+    # -- public state -----------------------------------------------------------
+    @property
+    def llm(self) -> LLM:
+        return self._llm
+
+    @property
+    def realtime(self) -> RealtimeSession | None:
+        return self._realtime
+
+    @property
+    def output(self) -> TextOutput:
+        return self._output
+
+    @output.setter
+    def output(self, output: TextOutput) -> None:
+        self._output = output
+
+    @property
+    def userdata(self) -> UserdataT:
+        if self._userdata is None:
+            raise ValueError("this session has no userdata (pass userdata= to Session)")
+        return self._userdata
+
+    @property
+    def history(self) -> ChatContext:
+        """Every item of the conversation, across agents, in order (read-only)."""
+        return self._history
+
+    @property
+    def current_agent(self) -> Agent:
+        if self._activity is None:
+            raise RuntimeError("the session has not started")
+        return self._activity.agent
+
+    @property
+    def agent_state(self) -> AgentState:
+        return self._agent_state
+
+    @property
+    def user_state(self) -> UserState:
+        return self._user_state
+
+    @property
+    def tools(self) -> list[FunctionTool]:
+        """The session-level tools every agent sees (including generated ones)."""
+        return self._all_session_tools()
+
+    @property
+    def closed(self) -> bool:
+        return self._closed
+
+    @property
+    def background(self) -> BackgroundManager | None:
+        """The background sessions of this session, if any were configured."""
+        return self._background
+
+    # -- events -----------------------------------------------------------------
+    def on(self, event: EventName, callback: Callable[[Any], Any] | None = None) -> Any:
+        """Register ``callback(event)`` for an event name; usable as a decorator."""
+        return self._emitter.on(event, callback)
+
+    def off(self, event: EventName, callback: Callable[[Any], Any]) -> None:
+        self._emitter.off(event, callback)
+
+    def emit(self, event: Event) -> None:
+        if self._active_run is not None:
+            self._active_run._on_event(event)
+        self._emitter.emit(event)
+
+    # -- lifecycle --------------------------------------------------------------
+    async def __aenter__(self) -> Session[UserdataT]:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.aclose()
+
+    async def start(self, agent: Agent) -> None:
+        """Start the conversation with ``agent``; returns once background entrypoints run."""
+        if self._started or self._activity is not None:
+            raise RuntimeError("the session has already started")
+        if self._closing:
+            raise RuntimeError("the session is closed; build a new Session")
+        activity = AgentActivity(self, agent)
+        await activity.start()
+        self._activity = activity
+        self._activities.append(activity)
+        try:
+            if self._background is not None:
+                await self._background.start()
+        except BaseException:
+            await self.aclose()
+            raise
+        self._started = True
+        activity.start_on_enter()
+        from ..plugins import _session_hooks
+
+        _session_hooks.session_started(self)
+        self._refresh()
+
+    async def aclose(self, *, drain: bool = False) -> None:
+        """Close the conversation. With ``drain``, current speech may finish first
+        (bounded). Idempotent, bounded, and it never hangs."""
+        if self._close_task is None:
+            self._close_task = asyncio.ensure_future(self._aclose(drain))
+        await asyncio.shield(self._close_task)
+
+    async def _aclose(self, drain: bool) -> None:
+        self._closing = True
+        self._away.cancel()
+        self._refresh()
+        error: BaseException | None = None
+        try:
+            if self._background is not None:
+                await self._background.aclose()
+            self._tool_scheduler._closed = True
+            await self._tool_scheduler.aclose()
+            for activity in reversed(list(self._activities)):
+                if drain and activity is self._activity:
+                    await activity.drain()
+                activity.interrupt_all(force=True)
+            for activity in reversed(list(self._activities)):
+                await activity.aclose()
+            self._activities.clear()
+            await self._tool_scope.aclose()
+            await self._scope.aclose()
+        except BaseException as e:  # pragma: no cover - close must finish whatever happens
+            error = e
+            logger.exception("error while closing the session")
+        finally:
+            self._closed = True
+            self._away.cancel()
+            self._changed.notify()
+            if self._started:
+                from ..plugins import _session_hooks
+
+                _session_hooks.session_closed(self)
+            self.emit(CloseEvent(reason="error" if error else "user", error=error))
+
+    # -- speaking ---------------------------------------------------------------
+    def _require_activity(self) -> AgentActivity:
+        if self._closing:
+            raise RuntimeError("the session is closed")
+        if self._activity is None:
+            raise RuntimeError("the session has not started; call await session.start(agent)")
+        return self._activity
+
+    def generate_reply(
+        self,
+        *,
+        user_input: str | None = None,
+        instructions: str | None = None,
+        tool_choice: ToolChoice | None = None,
+        allow_interruptions: bool | None = None,
+    ) -> SpeechHandle:
+        """Ask the current agent for a reply; returns its handle at once."""
+        activity = self._require_activity()
+        return self._generate(
+            activity,
+            user_input=user_input,
+            instructions=instructions,
+            tool_choice=tool_choice,
+            allow_interruptions=allow_interruptions,
+            source="generate_reply",
+        )
+
+    def _generate(
+        self,
+        activity: AgentActivity,
+        *,
+        user_input: str | None,
+        instructions: str | None,
+        tool_choice: ToolChoice | None,
+        allow_interruptions: bool | None,
+        source: str,
+        priority: int = PRIORITY_NORMAL,
+    ) -> SpeechHandle:
+        speech = new_speech(
+            allow_interruptions=self._allow(activity, allow_interruptions),
+            source=source,
+            priority=priority,
+        )
+        if user_input is not None:
+            activity.record([ChatMessage(role="user", content=user_input)], None)
+
+        async def work(sp: SpeechHandle) -> None:
+            await activity.reply_work(sp, instructions=instructions, tool_choice=tool_choice)
+
+        activity.schedule(speech, work)
+        return speech
+
+    def _generate_scheduled_reply(self, *, instructions: str, source: str) -> SpeechHandle:
+        activity = self._require_activity()
+        return self._generate(
+            activity,
+            user_input=None,
+            instructions=instructions,
+            tool_choice="none",
+            allow_interruptions=None,
+            source=source,
+        )
+
+    @staticmethod
+    def _allow(activity: AgentActivity, allow: bool | None) -> bool:
+        if allow is not None:
+            return allow
+        agent_default = activity.agent.allow_interruptions
+        return True if agent_default is None else agent_default
+
+    def say(
+        self, text: str, *, allow_interruptions: bool | None = None, add_to_chat_ctx: bool = True
+    ) -> SpeechHandle:
+        """Speak ``text`` as the current agent (no model call)."""
+        activity = self._require_activity()
+        speech = new_speech(
+            allow_interruptions=self._allow(activity, allow_interruptions), source="say"
+        )
+
+        async def work(sp: SpeechHandle) -> None:
+            await activity.say_work(sp, text, add_to_chat_ctx)
+
+        activity.schedule(speech, work)
+        return speech
+
+    def interrupt(self, *, force: bool = False) -> None:
+        """Interrupt the current and queued speech; speeches that disallow
+        interruptions are left alone unless ``force``."""
+        if self._activity is not None:
+            self._activity.interrupt_all(force=force)
+
+    # -- user input -------------------------------------------------------------
+    def push_user_turn(self, text: str) -> None:
+        """A final user turn (text or a final transcript): interrupts the agent when
+        allowed, then the current agent replies."""
+        self._require_activity()
+        self._user_activity()
+        if self._switching or self._handoffs_pending:
+            self._pending_turns.append(text)
+            self._refresh()
+            return
+        self._start_user_turn(text)
+
+    def _start_user_turn(self, text: str) -> None:
+        activity = self._require_activity()
+        activity.interrupt_all(force=False)
+        self._user_turns += 1
+        run = self._active_run
+        self._scope.create_task(self._handle_user_turn(text, run), name="user turn")
+        self._refresh()
+
+    async def _handle_user_turn(self, text: str, run: RunResult | None) -> None:
+        try:
+            async with self._turn_lock:
+                activity = self._activity
+                if activity is None or self._closing:
+                    return
+                msg = ChatMessage(role="user", content=text)
+                if run is not None:
+                    run._input_ids.add(msg.id)
+                turn_ctx = activity.agent.chat_ctx.copy()
+                try:
+                    await activity.agent.on_user_turn_completed(turn_ctx, msg)
+                except StopResponse:
+                    activity.record([msg], None)
+                    return
+                activity = self._activity
+                if activity is None or self._closing:
+                    return
+                activity.record([msg], None)
+                self._generate(
+                    activity,
+                    user_input=None,
+                    instructions=None,
+                    tool_choice=None,
+                    allow_interruptions=None,
+                    source="user_turn",
+                )
+        except Exception as e:
+            logger.exception("handling a user turn failed")
+            self.emit(ErrorEvent(error=e, recoverable=True, source="user_turn"))
+        finally:
+            self._user_turns -= 1
+            self._refresh()
+
+    def user_started_speaking(self) -> None:
+        """Voice activity began: barge-in interrupts the agent when allowed."""
+        if self._closing:
+            return
+        self._set_user_state("speaking")
+        if self._activity is not None:
+            self._activity.interrupt_all(force=False)
+        self._refresh()
+
+    def user_stopped_speaking(self) -> None:
+        if self._closing:
+            return
+        self._set_user_state("listening")
+        self._refresh()
+
+    def _user_activity(self) -> None:
+        if self._user_state == "away":
+            self._set_user_state("listening")
+        else:
+            self._away.restart()
+
+    def _user_went_away(self) -> None:
+        if not self._closing:
+            self._set_user_state("away")
+            self._refresh()
+
+    def _set_user_state(self, state: UserState) -> None:
+        old = self._user_state
+        if old != state:
+            self._user_state = state
+            self.emit(UserStateChanged(old=old, new=state))
+
+    # -- testing ----------------------------------------------------------------
+    async def run(self, *, user_input: str, timeout: float = 30.0) -> RunResult:
+        """Push a user turn and wait until everything it caused has finished.
+
+        Returns a ``RunResult`` with the turn's events and fluent assertions.
+        """
+        from .run_result import RunResult
+
+        if self._active_run is not None:
+            raise RuntimeError("another run() is in progress")
+        result = RunResult(self, user_input)
+        self._active_run = result
+        try:
+            self.push_user_turn(user_input)
+            await result._wait(timeout)
+        finally:
+            self._active_run = None
+        return result
+
+    async def wait_for_idle(self, timeout: float | None = None) -> bool:
+        """Wait until nothing is speaking, queued or owed; False on timeout or close."""
+        return await self._wait_for(
+            lambda: self._is_idle() and not self._has_followup_work(), timeout=timeout
+        )
+
+    # -- derived state ----------------------------------------------------------
+    def _derive_agent_state(self) -> AgentState:
+        activity = self._activity
+        if not self._started or activity is None:
+            return "initializing"
+        cur = activity.current_speech
+        if cur is not None:
+            return "speaking" if cur.phase == "speaking" else "thinking"
+        return "thinking" if self._has_followup_work() else "listening"
+
+    def _has_followup_work(self) -> bool:
+        """Another speech is committed to follow: one rule, used at every speech end."""
+        activity = self._activity
+        if activity is not None and activity.queued and not activity.paused:
+            return True
+        if self._user_turns or self._handoffs_pending or self._switching:
+            return True
+        if self._pending_turns:
+            return True
+        if self._tool_scheduler.owes_reply():
+            return True
+        return self._background is not None and self._background.owes_reply()
+
+    def _is_idle(self) -> bool:
+        activity = self._activity
+        return (
+            self._started
+            and not self._closing
+            and activity is not None
+            and not self._switching
+            and not self._handoffs_pending
+            and not self._user_turns
+            and not self._pending_turns
+            and activity.current_speech is None
+            and not activity.queued
+            and self._user_state != "speaking"
+        )
+
+    def _away_may_arm(self) -> bool:
+        activity = self._activity
+        return (
+            self._started
+            and not self._closing
+            and not self._switching
+            and activity is not None
+            and self._user_state == "listening"
+            and self._agent_state == "listening"
+            and not activity.realtime_busy
+        )
+
+    def _refresh(self) -> None:
+        """Recompute everything derived from state, after any input changed."""
+        if self._refreshing:
+            self._refresh_again = True
+            return
+        self._refreshing = True
+        try:
+            while True:
+                self._refresh_again = False
+                new = self._derive_agent_state()
+                if self._closing and self._started:
+                    new = self._agent_state
+                old = self._agent_state
+                if new != old:
+                    self._agent_state = new
+                    self.emit(AgentStateChanged(old=old, new=new))
+                self._away.reevaluate()
+                self._changed.notify()
+                if not self._refresh_again:
+                    break
+        finally:
+            self._refreshing = False
+
+    async def _wait_for(
+        self,
+        predicate: Callable[[], bool],
+        *,
+        timeout: float | None = None,
+        even_when_closing: bool = False,
+    ) -> bool:
+        """Wait until ``predicate()`` holds (re-checked at every change)."""
+        loop = asyncio.get_running_loop()
+        deadline = None if timeout is None else loop.time() + timeout
+        while True:
+            if predicate():
+                return True
+            if self._closing and not even_when_closing:
+                return False
+            if self._closed:
+                return False
+            remaining = None if deadline is None else deadline - loop.time()
+            if remaining is not None and remaining <= 0:
+                return False
+            try:
+                await asyncio.wait_for(self._changed.wait(), remaining)
+            except TimeoutError:
+                return predicate()
+
+    # -- history and targets ----------------------------------------------------
+    def _add_to_history(self, items: Iterable[ChatItem]) -> None:
+        for item in self._history.insert(items):
+            self.emit(ConversationItemAdded(item=item))
+
+    def _target_agent(self) -> Agent:
+        if self._activity is None:
+            raise RuntimeError("the session has not started")
+        return self._activity.agent
+
+    def _speech_created(self, speech: SpeechHandle) -> None:
+        self.emit(SpeechCreated(speech=speech, source=speech.source))  # type: ignore[arg-type]
+
+    def _watch_in_active_run(self, speech: SpeechHandle) -> None:
+        if self._active_run is not None:
+            self._active_run._watch(speech)
+
+    # -- tools --------------------------------------------------------------------
+    def _all_session_tools(self) -> list[FunctionTool]:
+        if self._background is None:
+            return self._tools
+        return [*self._tools, *self._background.tools]
+
+    def _reserved_names(self) -> dict[str, str]:
+        return {} if self._background is None else self._background.reserved_names()
+
+    def _check_session_tools(self, tools: list[FunctionTool]) -> None:
+        reserved = self._reserved_names()
+        for t in tools:
+            if t.name in reserved:
+                raise ValueError(
+                    f"duplicate function name: {t.name} is reserved for {reserved[t.name]}"
+                )
+
+    def _check_agent_tools(self, agent: Agent, tools: list[FunctionTool]) -> None:
+        reserved = self._reserved_names()
+        session_names = {t.name for t in self._tools}
+        for t in tools:
+            if t.name in reserved:
+                raise ValueError(
+                    f"{agent.label}: duplicate function name: {t.name} is reserved for "
+                    f"{reserved[t.name]}"
+                )
+            if t.name in session_names:
+                raise ValueError(
+                    f"{agent.label}: tool {t.name!r} has the same name as a session tool"
+                )
+
+    def _render_tool_reply(self, batch: list[Pending], at_tail: bool) -> str:
+        ids = ", ".join(i for p in batch for i in p.ids)
+        template = TOOL_REPLY_AT_TAIL if at_tail else TOOL_REPLY_MAYBE_COVERED
+        return template.format(call_ids=ids)
+
+    # -- handoffs -----------------------------------------------------------------
+    def _request_handoff(self, old: AgentActivity, agent: Agent) -> None:
+        if self._closing:
+            return
+        self._handoffs_pending += 1
+        self._refresh()
+        self._scope.create_task(self._handoff(old, agent), name=f"handoff to {agent.label}")
+
+    async def _handoff(self, old: AgentActivity, agent: Agent) -> None:
+        new: AgentActivity | None = None
+        try:
+            async with self._switch_lock:
+                if self._closing or self._activity is not old:
+                    logger.warning("handoff to %s skipped: the agent changed", agent.label)
+                    return
+                if isinstance(old.agent, AgentTask) and old.agent._awaited:
+                    raise RuntimeError(
+                        f"{old.agent.label} is an AgentTask: complete() it instead of handing off"
+                    )
+                new = AgentActivity(self, agent)
+                new.check_tools(agent._tools)
+                self._switching += 1
+                try:
+                    await old.agent.on_exit()
+                    await old.drain()
+                    await old.aclose()
+                    self._forget(old)
+                    await new.start()
+                    self._set_current(new, old)
+                finally:
+                    self._switching -= 1
+                new.start_on_enter()
+        except asyncio.CancelledError:
+            raise
+        except Exception as e:
+            logger.exception("handoff to %s failed", agent.label)
+            self.emit(ErrorEvent(error=e, recoverable=True, source="handoff"))
+        finally:
+            self._handoffs_pending -= 1
+            self._flush_pending_turns()
+            self._refresh()
+
+    def _forget(self, activity: AgentActivity) -> None:
+        if activity in self._activities:
+            self._activities.remove(activity)
+        self._tool_runner.move_holds(activity, None)
+
+    def _set_current(self, new: AgentActivity, old: AgentActivity | None) -> None:
+        self._activity = new
+        if new not in self._activities:
+            self._activities.append(new)
+        self._add_to_history(
+            [AgentHandoff(old_agent=old.agent.label if old else None, new_agent=new.agent.label)]
+        )
+        self.emit(AgentHandoffEvent(old_agent=old.agent if old else None, new_agent=new.agent))
+        self._refresh()
+
+    def _flush_pending_turns(self) -> None:
+        if self._closing or self._switching or self._handoffs_pending:
+            return
+        turns, self._pending_turns = self._pending_turns, []
+        for text in turns:
+            self._start_user_turn(text)
+
+    async def _run_task(self, parent: AgentActivity, task: AgentTask[Any]) -> Any:
+        """Pause ``parent``, run ``task`` as the current agent until it completes,
+        then hand the conversation back. Called with ``parent``'s pause slot held."""
+        fut = task._future()
+        child = AgentActivity(self, task)
+        async with self._switch_lock:
+            if self._closing or parent.closed:
+                raise ToolError(f"cannot start {task.label}: the session is closing")
+            self._switching += 1
+            try:
+                parent.pause()
+                try:
+                    await child.start()
+                except Exception as e:
+                    parent.resume()
+                    raise ToolError(f"cannot start {task.label}: {e}") from e
+                self._set_current(child, parent)
+            finally:
+                self._switching -= 1
+            child.start_on_enter()
+        completing = False
+
+        def on_complete() -> None:
+            # Synchronous with complete(): a run must not see a settled session
+            # between the task completing and the hand-back starting.
+            nonlocal completing
+            if not self._closing and not completing:
+                completing = True
+                self._handoffs_pending += 1
+
+        task._completion_hook = on_complete
+        if fut.done():
+            on_complete()
+        try:
+            return await asyncio.shield(fut)
+        finally:
+            task._completion_hook = None
+            try:
+                if not self._closing:
+                    await asyncio.shield(self._hand_back(parent, child))
+            finally:
+                if completing:
+                    self._handoffs_pending -= 1
+                self._flush_pending_turns()
+                self._refresh()
+
+    async def _hand_back(self, parent: AgentActivity, child: AgentActivity) -> None:
+        async with self._switch_lock:
+            if self._closing:
+                return
+            self._switching += 1
+            try:
+                await child.agent.on_exit()
+                await child.drain()
+                await child.aclose()
+                self._forget(child)
+                if self._activity is child and not parent.closed:
+                    merged = child.agent.chat_ctx.copy(
+                        exclude_instructions=True,
+                        exclude_function_calls=True,
+                        exclude_handoffs=True,
+                    )
+                    parent.agent._chat_ctx.insert(merged.items)
+                    self._set_current(parent, child)
+                    parent.resume()
+                elif self._activity is child:  # pragma: no cover - parent closed under us
+                    logger.warning("%s finished but its caller is gone", child.agent.label)
+            finally:
+                self._switching -= 1
+
+    def _now(self) -> float:
+        return time.time()
