@@ -5,6 +5,15 @@ The public API is re-exported here: the runtime (``Session``, ``Agent``,
 (``ChatContext``, ``function_tool``, ``ToolError`` ...), and background sessions.
 """
 
+from .background import (
+    UNSET,
+    BackgroundContext,
+    BackgroundDefinition,
+    HandlingOptions,
+    ReplyPromptArgs,
+    UpdatePromptArgs,
+    background,
+)
 from .llm import (
     LLM,
     AgentHandoff,
@@ -55,12 +64,15 @@ __version__ = "0.1.0"
 
 __all__ = [
     "LLM",
+    "UNSET",
     "Agent",
     "AgentHandoff",
     "AgentHandoffEvent",
     "AgentState",
     "AgentStateChanged",
     "AgentTask",
+    "BackgroundContext",
+    "BackgroundDefinition",
     "BackgroundMessage",
     "BackgroundReply",
     "BackgroundState",
@@ -75,11 +87,13 @@ __all__ = [
     "FunctionCallOutput",
     "FunctionTool",
     "FunctionToolsExecuted",
+    "HandlingOptions",
     "InMemoryTextOutput",
     "LLMError",
     "LLMStream",
     "PlayoutResult",
     "RealtimeSession",
+    "ReplyPromptArgs",
     "RunContext",
     "RunResult",
     "Session",
@@ -91,9 +105,11 @@ __all__ = [
     "ToolError",
     "ToolReply",
     "ToolUpdated",
+    "UpdatePromptArgs",
     "UserState",
     "UserStateChanged",
     "__version__",
+    "background",
     "function_tool",
     "named_tool",
 ]

@@ -229,7 +229,7 @@ class AnthropicLLM:
             return
 
     def _backoff(self, attempt: int, retry_after: float | None) -> float:
-        delay = self._retry_base_delay * 2 ** (attempt - 1)
+        delay = self._retry_base_delay * 2.0 ** (attempt - 1)
         if retry_after is not None:
             delay = max(delay, retry_after)
         return min(delay, self._retry_max_delay)

@@ -1,0 +1,101 @@
+"""BackgroundContext: what a background session's entrypoint works with."""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import AsyncIterator, Awaitable, Callable
+from typing import TYPE_CHECKING, Any, Final
+
+if TYPE_CHECKING:
+    from ..voice.session import Session
+    from .runtime import BackgroundRuntime
+
+
+class _Unset:
+    __slots__ = ()
+
+    def __repr__(self) -> str:
+        return "UNSET"
+
+    def __bool__(self) -> bool:
+        return False
+
+
+UNSET: Final[Any] = _Unset()
+"""The state of a background that has not reported any (distinct from ``None``)."""
+
+
+class BackgroundContext:
+    """The three channels of a background session, plus its inbox.
+
+    - spoken: ``await send(text)`` — the voice agent relays it (maybe reworded)
+      when the conversation is idle; sends are coalesced into one reply;
+    - context-only: ``await send(text, silent=True)`` — the voice agent knows it,
+      nothing is said;
+    - state: ``set_state(value)`` — what the voice agent reads when the user asks
+      what is going on (through the generated ``backline_state`` tool).
+
+    ``messages()`` yields what the voice agent sent this background, in order.
+    Wrap each unit of work in ``async with ctx.turn():`` and register
+    ``ctx.on_interrupt(callback)``: a message that arrives mid-turn interrupts it
+    (once per burst, not within ``interrupt_grace`` seconds of the turn start).
+    """
+
+    __slots__ = ("_runtime",)
+
+    def __init__(self, runtime: BackgroundRuntime) -> None:
+        self._runtime = runtime
+
+    def __repr__(self) -> str:
+        return f"BackgroundContext({self.id!r})"
+
+    @property
+    def id(self) -> str:
+        return self._runtime.definition.id
+
+    @property
+    def description(self) -> str:
+        return self._runtime.definition.description
+
+    @property
+    def session(self) -> Session[Any]:
+        return self._runtime.session
+
+    @property
+    def closed(self) -> bool:
+        return self._runtime.closed
+
+    @property
+    def state(self) -> Any:
+        """The last reported state, or ``UNSET``."""
+        return self._runtime.state
+
+    def messages(self) -> AsyncIterator[str]:
+        """Messages from the voice agent, FIFO, one at a time. Single consumer:
+        a second concurrent reader raises ``RuntimeError``. Ends only at close."""
+        return self._runtime.iterate(batch=False)
+
+    def batches(self) -> AsyncIterator[list[str]]:
+        """Like ``messages()``, but yields everything waiting at once (oldest first),
+        so a correction split into several sends can run as one turn."""
+        return self._runtime.iterate(batch=True)
+
+    def pending(self) -> list[str]:
+        """Take the messages waiting right now (possibly none), oldest first."""
+        return self._runtime.take_pending()
+
+    async def send(self, text: str, *, silent: bool = False) -> None:
+        """Tell the voice agent something. Spoken (relayed) unless ``silent``."""
+        await self._runtime.send(text, silent=silent)
+
+    def set_state(self, value: Any) -> None:
+        """Report live state (a JSON-compatible value; stored as a deep copy)."""
+        self._runtime.set_state(value)
+
+    def turn(self) -> contextlib.AbstractAsyncContextManager[None]:
+        """Mark this background busy for one unit of work (holds the user-away timer)."""
+        return self._runtime.turn()
+
+    def on_interrupt(self, callback: Callable[[], Awaitable[None]] | None) -> None:
+        """Register how to stop the current work when a new message interrupts it."""
+        self._runtime.interrupt_callback = callback

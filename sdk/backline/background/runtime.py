@@ -1,0 +1,327 @@
+"""Background runtimes: one per definition per session start, owned by a manager."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections import deque
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
+from typing import TYPE_CHECKING, Any
+
+from ..llm.chat_context import ChatMessage, new_id
+from ..llm.tool_output import snapshot_tool_output
+from ..llm.tools import FunctionTool
+from ..voice._reply_scheduler import Pending, ReplyScheduler, SchedulerClosed
+from ..voice._tasks import Signal, TaskScope, cancel_and_wait
+from ..voice.events import BackgroundMessage, BackgroundReply, BackgroundState, BackgroundStatus
+from ._grace import GraceWindow
+from .context import UNSET, BackgroundContext
+from .definition import (
+    BackgroundDefinition,
+    HandlingOptions,
+    render_template,
+    validate_definition,
+    validate_handling,
+)
+from .tools import RESERVED_TOOL_NAMES, make_send_tool, make_state_tool
+
+if TYPE_CHECKING:
+    from ..voice.session import Session
+
+logger = logging.getLogger("backline")
+
+
+class BackgroundRuntime:
+    """One running background session: inbox, context, scheduler, state, entrypoint task."""
+
+    def __init__(self, manager: BackgroundManager, definition: BackgroundDefinition) -> None:
+        self.manager = manager
+        self.session: Session[Any] = manager.session
+        self.definition = definition
+        self.handling = manager.handling_for(definition)
+        self.ctx = BackgroundContext(self)
+        self.state: Any = UNSET
+        self.closed = False
+        self.status = "created"
+        self.interrupt_callback: Callable[[], Awaitable[None]] | None = None
+        self._inbox: deque[str] = deque()
+        self._inbox_signal = Signal()
+        self._reader_active = False
+        self._grace = GraceWindow(definition.interrupt_grace)
+        self._task: asyncio.Task[None] | None = None
+        self._interrupts: set[asyncio.Task[None]] = set()
+        self.scheduler = ReplyScheduler(
+            self.session,
+            name=f"background session '{definition.id}'",
+            render=self._render_reply,
+            on_status=self._reply_status,
+            source="background_reply",
+        )
+
+    # -- lifecycle ----------------------------------------------------------------
+    @property
+    def running(self) -> bool:
+        return self._task is not None and not self._task.done() and not self.closed
+
+    def start(self) -> None:
+        if self.closed:
+            raise RuntimeError(f"background session '{self.definition.id}' is closed")
+        if self._task is not None:
+            return
+        self._task = self.manager.scope.create_task(
+            self._run_entrypoint(), name=f"background {self.definition.id}"
+        )
+
+    async def _run_entrypoint(self) -> None:
+        self._set_status("running")
+        try:
+            await self.definition.entrypoint(self.ctx)
+        except asyncio.CancelledError:
+            raise
+        except Exception as e:
+            logger.error(
+                "background session entrypoint failed",
+                exc_info=e,
+                extra={"background_id": self.definition.id},
+            )
+            self._set_status("crashed", error=f"{type(e).__name__}: {e}")
+            await self._note_stopped(f"stopped working after an error ({type(e).__name__}: {e})")
+        else:
+            self._set_status("ended")
+            await self._note_stopped("has finished and is no longer running")
+
+    async def _note_stopped(self, what: str) -> None:
+        if self.closed:
+            return
+        note = f"Background session `{self.definition.id}` {what}."
+        with contextlib.suppress(SchedulerClosed, RuntimeError):
+            await self.scheduler.insert_silent([ChatMessage(role="user", content=note)])
+
+    def _set_status(self, status: Any, *, error: str | None = None) -> None:
+        self.status = status
+        self.session.emit(
+            BackgroundStatus(background_id=self.definition.id, status=status, error=error)
+        )
+
+    def mark_closed(self) -> None:
+        self.closed = True
+        self.scheduler._closed = True
+        self._inbox_signal.notify()
+
+    async def cancel_entrypoint(self) -> None:
+        tasks = [t for t in (self._task, *self._interrupts) if t is not None]
+        await cancel_and_wait(tasks, owner=f"background {self.definition.id}")
+
+    def _closed_error(self) -> RuntimeError:
+        return RuntimeError(f"background session '{self.definition.id}' is closed")
+
+    # -- inbox ----------------------------------------------------------------------
+    def deliver(self, content: str) -> None:
+        """A message from the voice agent (the ``backline_send`` tool)."""
+        waiting = len(self._inbox)
+        self._inbox.append(content)
+        self._inbox_signal.notify()
+        now = asyncio.get_running_loop().time()
+        if self._grace.should_interrupt(now=now, earlier_waiting=waiting):
+            callback = self.interrupt_callback
+            if callback is not None:
+                task = self.manager.scope.create_task(
+                    self._interrupt(callback), name=f"interrupt {self.definition.id}"
+                )
+                self._interrupts.add(task)
+                task.add_done_callback(self._interrupts.discard)
+
+    async def _interrupt(self, callback: Callable[[], Awaitable[None]]) -> None:
+        try:
+            await callback()
+        except asyncio.CancelledError:
+            raise
+        except Exception:
+            logger.exception("background session %r: interrupt callback failed", self.definition.id)
+
+    def take_pending(self) -> list[str]:
+        items = list(self._inbox)
+        self._inbox.clear()
+        return items
+
+    async def iterate(self, *, batch: bool) -> AsyncIterator[Any]:
+        if self._reader_active:
+            raise RuntimeError(
+                f"background session '{self.definition.id}' already has a message reader; "
+                "messages() has a single consumer"
+            )
+        self._reader_active = True
+        try:
+            while True:
+                while not self._inbox:
+                    if self.closed:
+                        return
+                    await self._inbox_signal.wait()
+                if batch:
+                    yield self.take_pending()
+                else:
+                    yield self._inbox.popleft()
+        finally:
+            self._reader_active = False
+
+    # -- outbound -------------------------------------------------------------------
+    async def send(self, text: str, *, silent: bool) -> None:
+        if not isinstance(text, str):
+            raise TypeError("a background message must be a string")
+        if self.closed:
+            raise self._closed_error()
+        defn = self.definition
+        rendered = render_template(
+            self.handling,
+            "update_template",
+            {
+                "background_session_id": defn.id,
+                "background_session_description": defn.description,
+                "message": text,
+            },
+        )
+        message_id = new_id("background_message_")
+        item = ChatMessage(
+            role="user",
+            content=rendered,
+            extra={"background_id": defn.id, "background_message_id": message_id, "silent": silent},
+        )
+        try:
+            if silent:
+                await self.scheduler.insert_silent([item])
+            else:
+                await self.scheduler.enqueue(
+                    [item], [message_id], owner=None, run=self.session._active_run
+                )
+        except SchedulerClosed:
+            raise self._closed_error() from None
+        self.session.emit(
+            BackgroundMessage(
+                background_id=defn.id, message_id=message_id, content=text, silent=silent
+            )
+        )
+
+    def set_state(self, value: Any) -> None:
+        if self.closed:
+            raise self._closed_error()
+        self.state = snapshot_tool_output(value, what="background state")
+        self.session.emit(BackgroundState(background_id=self.definition.id, state=self.state))
+
+    @contextlib.asynccontextmanager
+    async def turn(self) -> AsyncIterator[None]:
+        if self.closed:
+            raise self._closed_error()
+        if self._grace.in_turn:
+            raise RuntimeError("ctx.turn() is already active; turns do not nest")
+        self._grace.turn_started(asyncio.get_running_loop().time())
+        away = self.session._away
+        away.take_hold(None)
+        self._set_status("busy")
+        try:
+            yield
+        finally:
+            self._grace.turn_ended()
+            away.release_hold(None)
+            if not self.closed:
+                self._set_status("idle")
+
+    # -- replies --------------------------------------------------------------------
+    def _render_reply(self, batch: list[Pending], at_tail: bool) -> str:
+        key = "reply_at_tail_template" if at_tail else "reply_maybe_covered_template"
+        args = {
+            "background_session_id": self.definition.id,
+            "message_ids": [i for p in batch for i in p.ids],
+        }
+        return render_template(self.handling, key, args)
+
+    def _reply_status(self, ids: list[str], status: Any, speech_id: str | None) -> None:
+        self.session.emit(
+            BackgroundReply(
+                background_id=self.definition.id,
+                message_ids=list(ids),
+                status=status,
+                speech_id=speech_id,
+            )
+        )
+
+
+class BackgroundManager:
+    """The background sessions of one ``Session``: validation, tools, start and close."""
+
+    def __init__(
+        self,
+        session: Session[Any],
+        definitions: Iterable[BackgroundDefinition],
+        *,
+        handling: HandlingOptions | None = None,
+    ) -> None:
+        defs = list(definitions)
+        for d in defs:
+            validate_definition(d)
+        ids = [d.id for d in defs]
+        dupes = sorted({i for i in ids if ids.count(i) > 1})
+        if dupes:
+            raise ValueError(f"duplicate background session id(s): {', '.join(dupes)}")
+        self.session = session
+        self.definitions = defs
+        self._handling = validate_handling(handling, where="Session(handling=...)")
+        self.scope = TaskScope("background sessions")
+        self.runtimes: dict[str, BackgroundRuntime] = {}
+        self.closed = False
+        self.tools: list[FunctionTool] = [make_send_tool(self), make_state_tool(self)]
+
+    def handling_for(self, definition: BackgroundDefinition) -> dict[str, Any] | None:
+        own = definition.handling
+        if own is not None:
+            return dict(own)
+        return None if self._handling is None else dict(self._handling)
+
+    def reserved_names(self) -> dict[str, str]:
+        return {name: "background sessions" for name in RESERVED_TOOL_NAMES}
+
+    def sorted_ids(self) -> list[str]:
+        return sorted(d.id for d in self.definitions)
+
+    def runtime(self, background_id: str) -> BackgroundRuntime | None:
+        return self.runtimes.get(background_id)
+
+    def context(self, background_id: str) -> BackgroundContext:
+        """The context of a running background session (for tests and front ends)."""
+        rt = self.runtimes.get(background_id)
+        if rt is None:
+            raise KeyError(f"no background session {background_id!r}")
+        return rt.ctx
+
+    async def start(self) -> None:
+        """Build fresh runtimes and start every entrypoint (each runs to its first
+        suspension point before this returns)."""
+        self.closed = False
+        self.scope = TaskScope("background sessions")
+        self.runtimes = {d.id: BackgroundRuntime(self, d) for d in self.definitions}
+        try:
+            for rt in self.runtimes.values():
+                rt.start()
+            await asyncio.sleep(0)
+        except BaseException:
+            await self.aclose()
+            raise
+
+    def owes_reply(self) -> bool:
+        return any(rt.scheduler.owes_reply() for rt in self.runtimes.values())
+
+    def owes_reply_for(self, run: Any) -> bool:
+        return any(rt.scheduler.owes_reply_for(run) for rt in self.runtimes.values())
+
+    async def aclose(self) -> None:
+        """Three phases: mark everything closed, cancel entrypoints, close schedulers."""
+        self.closed = True
+        runtimes = list(self.runtimes.values())
+        for rt in runtimes:
+            rt.mark_closed()
+        await asyncio.gather(*(rt.cancel_entrypoint() for rt in runtimes))
+        await asyncio.gather(*(rt.scheduler.aclose() for rt in runtimes))
+        await self.scope.aclose()
+        for rt in runtimes:
+            if rt.status not in ("ended", "crashed"):
+                rt._set_status("closed")
