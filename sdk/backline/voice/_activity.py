@@ -63,6 +63,8 @@ class AgentActivity:
         self.pause_slot = asyncio.Lock()
         self.drain_exempt: dict[asyncio.Task[Any], SpeechHandle | None] = {}
         self._realtime_listener: Callable[[bool], None] | None = None
+        self.entering = False  # on_enter is running
+        self.entering_blocked = False  # ... and waits on an inline AgentTask
 
     def __repr__(self) -> str:
         return f"AgentActivity({self.agent.label})"
@@ -116,6 +118,7 @@ class AgentActivity:
         self._started = True
 
     def start_on_enter(self) -> None:
+        self.entering = True
         self._scope.create_task(self._run_on_enter(), name=f"{self.agent.label}.on_enter")
 
     async def _run_on_enter(self) -> None:
@@ -127,6 +130,14 @@ class AgentActivity:
         except Exception as e:
             logger.exception("%s.on_enter raised", self.agent.label)
             self.session.emit(ErrorEvent(error=e, recoverable=True, source="on_enter"))
+        finally:
+            self.entering = False
+            self.session._refresh()
+
+    @property
+    def entering_unblocked(self) -> bool:
+        """``on_enter`` is running and not parked on an inline task."""
+        return self.entering and not self.entering_blocked
 
     def _attach_realtime(self) -> None:
         rt = self.agent.realtime or self.session.realtime

@@ -106,9 +106,15 @@ class Signal:
             if not w.done():
                 w.set_result(None)
 
-    async def wait(self) -> None:
+    def waiter(self) -> asyncio.Future[None]:
+        """A future resolved at the next ``notify()`` (registered at once, so a
+        notification between a check and the await is never lost)."""
         fut: asyncio.Future[None] = asyncio.get_running_loop().create_future()
         self._waiters.append(fut)
+        return fut
+
+    async def wait(self) -> None:
+        fut = self.waiter()
         try:
             await fut
         finally:

@@ -117,6 +117,8 @@ class RunResult:
         s = self._session
         if s._user_turns or s._switching or s._handoffs_pending or s._pending_turns:
             return False
+        if any(a.entering_unblocked for a in s._activities):
+            return False
         if any(not (sp.done() or sp._is_blocked) for sp in self._watched):
             return False
         if s._tool_scheduler.owes_reply_for(self) or s._tool_runner.owed_by_run(self):

@@ -514,6 +514,7 @@ class Session(Generic[UserdataT]):
             and not self._pending_turns
             and activity.current_speech is None
             and not activity.queued
+            and not activity.entering_unblocked
             and self._user_state != "speaking"
         )
 
@@ -572,8 +573,9 @@ class Session(Generic[UserdataT]):
             remaining = None if deadline is None else deadline - loop.time()
             if remaining is not None and remaining <= 0:
                 return False
+            waiter = self._changed.waiter()
             try:
-                await asyncio.wait_for(self._changed.wait(), remaining)
+                await asyncio.wait_for(waiter, remaining)
             except TimeoutError:
                 return predicate()
 

@@ -1,0 +1,60 @@
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+
+from backline import Session
+
+
+class Recorder:
+    """Records session events by name, in order."""
+
+    def __init__(self, session: Session[Any]) -> None:
+        self.events: list[Any] = []
+        for name in (
+            "agent_state_changed",
+            "user_state_changed",
+            "conversation_item_added",
+            "function_tools_executed",
+            "speech_created",
+            "agent_handoff",
+            "tool_updated",
+            "tool_reply",
+            "error",
+            "close",
+            "background_message",
+            "background_reply",
+            "background_state",
+            "background_status",
+        ):
+            session.on(name, self.events.append)  # type: ignore[arg-type]
+
+    def of(self, kind: str) -> list[Any]:
+        return [e for e in self.events if e.type == kind]
+
+    @property
+    def agent_states(self) -> list[str]:
+        return [e.new for e in self.of("agent_state_changed")]
+
+    @property
+    def user_states(self) -> list[str]:
+        return [e.new for e in self.of("user_state_changed")]
+
+
+@pytest.fixture
+async def no_leaked_tasks() -> Callable[[], Any]:
+    """Call the returned coroutine function at the end of a test: it fails if tasks
+    other than those present at the start are still alive."""
+    before = set(asyncio.all_tasks())
+
+    async def check() -> None:
+        for _ in range(5):
+            await asyncio.sleep(0)
+        alive = {t for t in asyncio.all_tasks() if t not in before and not t.done()}
+        alive.discard(asyncio.current_task())  # type: ignore[arg-type]
+        assert not alive, f"tasks left behind: {[t.get_name() for t in alive]}"
+
+    return check
