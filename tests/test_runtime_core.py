@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import asyncio
+import itertools
 from typing import Any
 
 import pytest
-
 from backline import (
     Agent,
     AgentTask,
@@ -21,6 +21,7 @@ from backline import (
     function_tool,
 )
 from backline.testing import ScriptedLLM, error, text, tool_calls
+
 from tests.conftest import Recorder
 
 
@@ -395,7 +396,7 @@ async def test_agent_states_are_emitted_only_on_change(scripted_llm: ScriptedLLM
         await session.run(user_input="a")
         await session.run(user_input="b")
         states = rec.agent_states
-        assert all(a != b for a, b in zip(states, states[1:], strict=False))
+        assert all(a != b for a, b in itertools.pairwise(states))
         assert states[0] == "listening" and states[-1] == "listening"
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from .clock import VirtualClock, virtual_clock
+from .fake_realtime import FakeRealtimeSession
 from .scripted_llm import (
     LLMRequest,
     ScriptedLLM,
@@ -25,6 +26,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "FakeAnthropicServer",
+    "FakeRealtimeSession",
     "LLMRequest",
     "ScriptedLLM",
     "ScriptedResponse",

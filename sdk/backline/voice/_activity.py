@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 from ..llm.chat_context import ChatItem, ChatMessage, FunctionCall, FunctionCallOutput
 from ..llm.llm import LLM, TextDelta, ToolCallChunk, Usage
 from ..llm.tools import FunctionTool, NamedToolChoice, ToolChoice
-from ._context import current_on_enter
+from ._context import current_call, current_on_enter
 from ._tasks import Signal, TaskScope, cancel_and_wait
 from ._tool_runner import CANCELLED_OUTPUT, CallState, ToolOutcome
 from .agent import Agent, AgentTask
@@ -123,6 +123,7 @@ class AgentActivity:
 
     async def _run_on_enter(self) -> None:
         current_on_enter.set(self)
+        current_call.set(None)  # the task may have been started from a tool's context
         try:
             await self.agent.on_enter()
         except asyncio.CancelledError:
@@ -241,6 +242,8 @@ class AgentActivity:
                 self.session._request_handoff(self, handoff)
 
     async def _run_speech(self, speech: SpeechHandle, work: SpeechWork) -> None:
+        current_call.set(None)
+        current_on_enter.set(None)
         try:
             if not speech.interrupted:
                 await work(speech)

@@ -255,9 +255,12 @@ class Session(Generic[UserdataT]):
                 await self._background.aclose()
             self._tool_scheduler._closed = True
             await self._tool_scheduler.aclose()
-            for activity in reversed(list(self._activities)):
-                if drain and activity is self._activity:
+            if drain:
+                # The current agent first, then the agents paused under it; speech
+                # blocked on an inline task is exempt (it would wait for user input).
+                for activity in reversed(list(self._activities)):
                     await activity.drain()
+            for activity in reversed(list(self._activities)):
                 activity.interrupt_all(force=True)
             for activity in reversed(list(self._activities)):
                 await activity.aclose()
