@@ -57,3 +57,20 @@ async def no_leaked_tasks() -> Callable[[], Any]:
         assert not alive, f"tasks left behind: {[t.get_name() for t in alive]}"
 
     return check
+
+
+from hypothesis import HealthCheck, settings  # noqa: E402
+
+settings.register_profile(
+    "default",
+    max_examples=25,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow],
+)
+settings.register_profile(
+    "long",
+    max_examples=2000,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow],
+)
+settings.load_profile("default")

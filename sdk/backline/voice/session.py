@@ -260,13 +260,14 @@ class Session(Generic[UserdataT]):
                 # blocked on an inline task is exempt (it would wait for user input).
                 for activity in reversed(list(self._activities)):
                     await activity.drain()
+            # No new agent can start once closing is set; stop the session's own
+            # tasks (user turns, handoffs) first, then every agent, then the tools.
+            await self._scope.aclose()
             for activity in reversed(list(self._activities)):
                 activity.interrupt_all(force=True)
-            for activity in reversed(list(self._activities)):
-                await activity.aclose()
-            self._activities.clear()
+            while self._activities:
+                await self._activities.pop().aclose()
             await self._tool_scope.aclose()
-            await self._scope.aclose()
         except BaseException as e:  # pragma: no cover - close must finish whatever happens
             error = e
             logger.exception("error while closing the session")
@@ -662,6 +663,8 @@ class Session(Generic[UserdataT]):
                     await old.drain()
                     await old.aclose()
                     self._forget(old)
+                    if self._closing:
+                        return  # close owns what is left; never start an agent now
                     await new.start()
                     self._set_current(new, old)
                 finally:
