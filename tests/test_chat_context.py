@@ -49,7 +49,9 @@ def test_copy_is_independent_and_filters() -> None:
     cp = ctx.copy()
     cp.insert(msg("later", 9.0))
     assert len(ctx) == 5 and len(cp) == 6
-    only_msgs = ctx.copy(exclude_function_calls=True, exclude_instructions=True, exclude_handoffs=True)
+    only_msgs = ctx.copy(
+        exclude_function_calls=True, exclude_instructions=True, exclude_handoffs=True
+    )
     assert [it.type for it in only_msgs.items] == ["message"]
     assert call.id not in only_msgs
 

@@ -16,7 +16,6 @@ from backline import (
     function_tool,
 )
 from backline.testing import FakeRealtimeSession, ScriptedLLM, VirtualClock, text, tool_calls
-
 from tests.conftest import Recorder
 
 

@@ -7,6 +7,7 @@ import itertools
 from typing import Any
 
 import pytest
+
 from backline import (
     Agent,
     AgentTask,
@@ -21,7 +22,6 @@ from backline import (
     function_tool,
 )
 from backline.testing import ScriptedLLM, error, text, tool_calls
-
 from tests.conftest import Recorder
 
 
