@@ -438,3 +438,19 @@ async def test_generate_reply_after_close_raises(scripted_llm: ScriptedLLM) -> N
     with pytest.raises(RuntimeError, match="closed"):
         session.generate_reply()
     await session.aclose()  # idempotent
+
+
+async def test_a_closed_session_can_start_again(scripted_llm: ScriptedLLM) -> None:
+    scripted_llm.push(text("first life"), text("second life"))
+    session = Session(scripted_llm)
+    agent = Assistant()
+    await session.start(agent)
+    await session.run(user_input="one")
+    await session.aclose()
+    await session.start(agent)
+    assert session.agent_state == "listening" and not session.closed
+    result = await session.run(user_input="two")
+    result.expect.next_event().is_message(content="second life")
+    contents = [getattr(it, "content", None) for it in session.history.items]
+    assert contents == ["one", "first life", "two", "second life"]
+    await session.aclose()

@@ -94,6 +94,19 @@ class Session(Generic[UserdataT]):
         self.max_tool_steps_message = max_tool_steps_message
         self._emitter = EventEmitter()
         self._history = ChatContext()
+        self._user_away_timeout = user_away_timeout
+        self._reset_runtime()
+        self._background: BackgroundManager | None = None
+        defs = list(background or ())
+        if defs:
+            from ..background.runtime import BackgroundManager
+
+            self._background = BackgroundManager(self, defs, handling=handling)
+        self._check_session_tools(self._tools)
+
+    def _reset_runtime(self) -> None:
+        """Fresh runtime state: at construction, and when a closed session restarts.
+        The history, the event listeners and the configuration are kept."""
         self._scope = TaskScope("session")
         self._tool_scope = TaskScope("session tools")
         self._activity: AgentActivity | None = None
@@ -115,7 +128,7 @@ class Session(Generic[UserdataT]):
         self._refresh_again = False
         self._active_run: RunResult | None = None
         self._away = AwayTimer(
-            user_away_timeout,
+            self._user_away_timeout,
             should_arm=self._away_may_arm,
             current_owner=lambda: self._activity,
             fire=self._user_went_away,
@@ -131,13 +144,6 @@ class Session(Generic[UserdataT]):
             source="tool_reply",
         )
         self._tool_runner = ToolRunner(self, self._tool_scheduler)
-        self._background: BackgroundManager | None = None
-        defs = list(background or ())
-        if defs:
-            from ..background.runtime import BackgroundManager
-
-            self._background = BackgroundManager(self, defs, handling=handling)
-        self._check_session_tools(self._tools)
 
     # -- public state -----------------------------------------------------------
     @property
@@ -217,10 +223,12 @@ class Session(Generic[UserdataT]):
 
     async def start(self, agent: Agent) -> None:
         """Start the conversation with ``agent``; returns once background entrypoints run."""
+        if self._closing and not self._closed:
+            raise RuntimeError("the session is still closing; await aclose() first")
+        if self._closed:
+            self._reset_runtime()  # a restart: fresh runtimes, same history
         if self._started or self._activity is not None:
             raise RuntimeError("the session has already started")
-        if self._closing:
-            raise RuntimeError("the session is closed; build a new Session")
         activity = AgentActivity(self, agent)
         await activity.start()
         self._activity = activity
