@@ -1,0 +1,116 @@
+"""The STATE channel: what Claude Code is doing, published after every action."""
+
+from __future__ import annotations
+
+from collections import deque
+from pathlib import Path
+from typing import Any, Protocol
+
+MAX_RECENT = 8
+TASK_CHARS = 150
+COMMAND_CHARS = 60
+
+EDIT_TOOLS = frozenset({"Write", "Edit", "MultiEdit", "NotebookEdit"})
+SEARCH_TOOLS = frozenset({"Glob", "Grep", "LS", "ToolSearch"})
+
+IDLE = "idle, waiting for a task"
+IDLE_AGAIN = "idle, waiting for the next task"
+WORKING = "working"
+INTERRUPTED = "interrupted, switching to the user's new instruction"
+ERROR = "error"
+RESTARTING = "restarting Claude Code"
+
+
+class StateSink(Protocol):
+    def set_state(self, value: Any) -> None: ...
+
+
+class StatusReporter:
+    """Keeps ``{status, task, recent_activity, files_changed, last_task, error}``.
+
+    ``recent_activity`` keeps the last 8 edits and commands (searches are left
+    out); ``files_changed`` lists edited files in first-seen order, leaving out,
+    at each publish, files that no longer exist (a file re-created shows again).
+    An idle state persists until the next task starts.
+    """
+
+    def __init__(self, sink: StateSink, cwd: Path) -> None:
+        self._sink = sink
+        self._cwd = cwd
+        self._status = IDLE
+        self._task: str | None = None
+        self._last_task: str | None = None
+        self._error: str | None = None
+        self._recent: deque[str] = deque(maxlen=MAX_RECENT)
+        self._files: list[str] = []
+
+    @property
+    def snapshot(self) -> dict[str, Any]:
+        return {
+            "status": self._status,
+            "task": self._task,
+            "recent_activity": list(self._recent),
+            "files_changed": [f for f in self._files if (self._cwd / f).exists()],
+            "last_task": self._last_task,
+            "error": self._error,
+        }
+
+    def publish(self) -> None:
+        self._sink.set_state(self.snapshot)
+
+    def task_started(self, text: str) -> None:
+        self._status = WORKING
+        self._task = text if len(text) <= TASK_CHARS else text[: TASK_CHARS - 1] + "…"
+        self._error = None
+        self.publish()
+
+    def task_finished(self) -> None:
+        self._status = IDLE_AGAIN
+        self._last_task, self._task = self._task, None
+        self.publish()
+
+    def interrupted(self) -> None:
+        self._status = INTERRUPTED
+        self.publish()
+
+    def working(self) -> None:
+        self._status = WORKING
+        self.publish()
+
+    def restarting(self) -> None:
+        self._status = RESTARTING
+        self.publish()
+
+    def failed(self, reason: str) -> None:
+        self._status = ERROR
+        self._error = reason
+        if self._task is not None:
+            self._last_task, self._task = self._task, None
+        self.publish()
+
+    def tool_used(self, name: str, tool_input: dict[str, Any]) -> None:
+        if name in SEARCH_TOOLS:
+            return  # search churn: no entry, no publish
+        if name in EDIT_TOOLS:
+            path = self._relative(tool_input.get("file_path") or tool_input.get("notebook_path"))
+            if path:
+                self._recent.append(f"edited {path}")
+                if path not in self._files:
+                    self._files.append(path)
+        elif name == "Bash":
+            command = " ".join(str(tool_input.get("command", "")).split())
+            if len(command) > COMMAND_CHARS:
+                command = command[: COMMAND_CHARS - 1] + "…"
+            self._recent.append(f"ran `{command}`")
+        self.publish()
+
+    def _relative(self, raw: object) -> str | None:
+        if not isinstance(raw, str) or not raw:
+            return None
+        path = Path(raw)
+        if not path.is_absolute():
+            path = self._cwd / path
+        try:
+            return str(path.resolve().relative_to(self._cwd))
+        except ValueError:
+            return str(path)

@@ -1,0 +1,322 @@
+"""The text console: talk to the voice agent in a terminal.
+
+The user types; replies stream as they are generated; agent-initiated turns
+(background updates) appear the moment they are spoken, with no input needed; a
+live status line shows the agent state and each background's state. In a real
+terminal it uses prompt_toolkit (the status line is a bottom toolbar and the
+reply in progress streams there); otherwise it prints plain lines. Ctrl-C,
+Ctrl-D or ``/quit`` close the session cleanly (bounded).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import sys
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, TextIO
+
+from ..voice.io import TextOutput
+
+if TYPE_CHECKING:
+    from ..voice.agent import Agent
+    from ..voice.session import Session
+
+QUIT_COMMANDS = frozenset({"/quit", "/exit", "/q"})
+STATUS_EVENTS: tuple[Any, ...] = (
+    "agent_state_changed",
+    "user_state_changed",
+    "background_state",
+    "background_status",
+)
+NOTE_WIDTH = 160
+
+
+def summarize_state(state: Any, width: int = 70) -> str:
+    """One readable line for a background's state (Claude Code's dict shape or any value)."""
+    if isinstance(state, dict):
+        parts: list[str] = []
+        if state.get("status"):
+            parts.append(str(state["status"]))
+        recent = state.get("recent_activity")
+        if isinstance(recent, list) and recent:
+            parts.append(str(recent[-1]))
+        elif state.get("phase"):
+            parts.append(str(state["phase"]))
+        files = state.get("files_changed")
+        if isinstance(files, list) and files:
+            parts.append(f"{len(files)} file{'s' if len(files) != 1 else ''} changed")
+        text = " · ".join(parts) if parts else ", ".join(f"{k}={v}" for k, v in state.items())
+    elif state is None:
+        text = "null"
+    else:
+        text = str(state)
+    text = " ".join(text.split())
+    return text if len(text) <= width else text[: width - 1] + "…"
+
+
+class ConsoleView:
+    """What the console shows, independent of how it is drawn."""
+
+    def __init__(self, session: Session[Any]) -> None:
+        self.session = session
+        self.backgrounds: dict[str, str] = {}
+        self.live_reply = ""
+        self.streaming = False
+        self._sources: dict[str, str] = {}
+        if session.background is not None:
+            for bid in session.background.sorted_ids():
+                self.backgrounds[bid] = "starting"
+        session.on("speech_created", self._on_speech)
+        session.on("background_state", self._on_state)
+        session.on("background_status", self._on_status)
+
+    def _on_speech(self, ev: Any) -> None:
+        self._sources[ev.speech.id] = ev.source
+
+    def _on_state(self, ev: Any) -> None:
+        self.backgrounds[ev.background_id] = summarize_state(ev.state)
+
+    def _on_status(self, ev: Any) -> None:
+        if ev.status in ("ended", "crashed", "closed"):
+            detail = f": {ev.error}" if ev.error else ""
+            self.backgrounds[ev.background_id] = f"{ev.status}{detail}"
+        elif self.backgrounds.get(ev.background_id) == "starting":
+            self.backgrounds[ev.background_id] = ev.status
+
+    def speaker(self, speech_id: str) -> str:
+        source = self._sources.get(speech_id, "")
+        return "agent (update)" if source in ("background_reply", "tool_reply") else "agent"
+
+    def status_line(self) -> str:
+        s = self.session
+        parts = [f"agent: {s.agent_state}", f"you: {s.user_state}"]
+        parts += [f"{bid}: {text}" for bid, text in self.backgrounds.items()]
+        return " | ".join(parts)
+
+
+class ConsoleOutput(TextOutput):
+    """A ``TextOutput`` that writes to the console as text streams in."""
+
+    def __init__(self, view: ConsoleView, emit: Callable[[str], None], *, stream: bool) -> None:
+        super().__init__()
+        self._view = view
+        self._emit = emit
+        self._stream = stream
+        self.on_live: Callable[[], None] | None = None
+        self.on_done: Callable[[], None] | None = None
+
+    def on_segment_start(self, speech_id: str) -> None:
+        self._view.live_reply = ""
+        self._view.streaming = True
+        if self._stream:
+            self._emit(f"{self._view.speaker(speech_id)}: ")
+
+    def on_text(self, text: str) -> None:
+        if self._stream:
+            self._emit(text)
+        else:
+            self._view.live_reply += text
+            if self.on_live is not None:
+                self.on_live()
+
+    def on_flush(self) -> None:
+        self._finish(interrupted=False)
+
+    def on_clear(self) -> None:
+        self._finish(interrupted=True)
+
+    def _finish(self, *, interrupted: bool) -> None:
+        self._view.streaming = False
+        text = self.segment_text
+        mark = " [interrupted]" if interrupted else ""
+        if self._stream:
+            self._emit(f"{mark}\n")
+        else:
+            speaker = self._view.speaker(self.speech_id or "")
+            self._emit(f"{speaker}: {text}{mark}\n")
+            self._view.live_reply = ""
+            if self.on_live is not None:
+                self.on_live()
+        self.report_playout(text, interrupted=interrupted)
+        if self.on_done is not None:
+            self.on_done()
+
+
+def _use_rich(stdin: TextIO, stdout: TextIO) -> bool:
+    if os.environ.get("BACKLINE_CONSOLE_PLAIN"):
+        return False
+    if os.environ.get("TERM", "") in ("", "dumb"):
+        return False
+    try:
+        return stdin.isatty() and stdout.isatty()
+    except (AttributeError, ValueError):
+        return False
+
+
+async def run_console(
+    session: Session[Any],
+    agent: Agent,
+    *,
+    rich: bool | None = None,
+    stdin: TextIO | None = None,
+    stdout: TextIO | None = None,
+    banner: str | None = None,
+) -> None:
+    """Run a conversation in the terminal until the user quits; closes the session."""
+    stdin = stdin or sys.stdin
+    stdout = stdout or sys.stdout
+    use_rich = _use_rich(stdin, stdout) if rich is None else rich
+    view = ConsoleView(session)
+    if use_rich:
+        await _run_rich(session, agent, view, banner)
+    else:
+        await _run_plain(session, agent, view, stdin, stdout, banner)
+
+
+def _note_printer(view: ConsoleView, emit: Callable[[str], None]) -> Callable[[Any], None]:
+    def on_message(ev: Any) -> None:
+        if ev.silent:
+            text = " ".join(ev.content.split())
+            if len(text) > NOTE_WIDTH:
+                text = text[: NOTE_WIDTH - 1] + "…"
+            emit(f"  · {ev.background_id} (context only): {text}\n")
+
+    return on_message
+
+
+async def _run_plain(
+    session: Session[Any],
+    agent: Agent,
+    view: ConsoleView,
+    stdin: TextIO,
+    stdout: TextIO,
+    banner: str | None,
+) -> None:
+    def emit(text: str) -> None:
+        stdout.write(text)
+        stdout.flush()
+
+    output = ConsoleOutput(view, emit, stream=True)
+    session.output = output
+    last_status = ""
+
+    def status(_: Any = None) -> None:
+        nonlocal last_status
+        if view.streaming:
+            return  # never in the middle of a reply; printed when it ends
+        line = view.status_line()
+        if line != last_status:
+            last_status = line
+            emit(f"[status] {line}\n")
+
+    for name in (
+        "agent_state_changed",
+        "user_state_changed",
+        "background_state",
+        "background_status",
+    ):
+        session.on(name, status)
+    session.on("background_message", _note_printer(view, emit))
+    if banner:
+        emit(banner + "\n")
+    loop = asyncio.get_running_loop()
+    reader = asyncio.StreamReader()
+    transport = None
+    with contextlib.suppress(ValueError, OSError, NotImplementedError):
+        transport, _ = await loop.connect_read_pipe(
+            lambda: asyncio.StreamReaderProtocol(reader), stdin
+        )
+    try:
+        await session.start(agent)
+        status()
+        while True:
+            if transport is not None:
+                raw = await reader.readline()
+            else:  # pragma: no cover - a stdin that cannot be watched (e.g. Windows)
+                raw = (await asyncio.to_thread(stdin.readline)).encode()
+            if not raw:
+                break
+            line = raw.decode(errors="replace").strip()
+            if line in QUIT_COMMANDS:
+                break
+            if line:
+                session.push_user_turn(line)
+    except (KeyboardInterrupt, asyncio.CancelledError):
+        pass
+    finally:
+        emit("closing…\n")
+        await session.aclose()
+        if transport is not None:
+            transport.close()
+        emit("bye\n")
+
+
+async def _run_rich(
+    session: Session[Any], agent: Agent, view: ConsoleView, banner: str | None
+) -> None:
+    from prompt_toolkit import PromptSession
+    from prompt_toolkit.formatted_text import HTML
+    from prompt_toolkit.patch_stdout import patch_stdout
+    from prompt_toolkit.styles import Style
+
+    def emit(text: str) -> None:
+        sys.stdout.write(text)
+        sys.stdout.flush()
+
+    prompt: PromptSession[str] = PromptSession()
+
+    def toolbar() -> Any:
+        live = view.live_reply
+        lines = []
+        if live:
+            tail = " ".join(live.split())[-150:]
+            lines.append(f"<b>agent</b>: {_escape(tail)}▌")
+        lines.append(_escape(view.status_line()))
+        return HTML("\n".join(lines))
+
+    def redraw(_: Any = None) -> None:
+        app = prompt.app
+        if app.is_running:
+            app.invalidate()
+
+    output = ConsoleOutput(view, emit, stream=False)
+    output.on_live = redraw
+    session.output = output
+    for name in (
+        "agent_state_changed",
+        "user_state_changed",
+        "background_state",
+        "background_status",
+    ):
+        session.on(name, redraw)
+    style = Style.from_dict({"bottom-toolbar": "noreverse"})
+    with patch_stdout():
+        session.on("background_message", _note_printer(view, emit))
+        if banner:
+            emit(banner + "\n")
+        try:
+            await session.start(agent)
+            while True:
+                try:
+                    line = await prompt.prompt_async(
+                        "you> ", bottom_toolbar=toolbar, style=style, refresh_interval=0.5
+                    )
+                except EOFError:
+                    break
+                line = line.strip()
+                if line in QUIT_COMMANDS:
+                    break
+                if line:
+                    session.push_user_turn(line)
+        except (KeyboardInterrupt, asyncio.CancelledError):
+            pass
+        finally:
+            emit("closing…\n")
+            await session.aclose()
+            emit("bye\n")
+
+
+def _escape(text: str) -> str:
+    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
