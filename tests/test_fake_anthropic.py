@@ -13,13 +13,16 @@ from typing import Any
 import anthropic
 import httpx2
 import pytest
+from anthropic.types import MessageParam
 
+from backline.llm import LLMError
+from backline.testing import error as scripted_error
 from backline.testing import fake_anthropic as fa
 from backline.testing import text as scripted_text
 from backline.testing import tool_calls as scripted_tool_calls
 from backline.testing.fake_anthropic import AnthropicRequest, FakeAnthropicServer
 
-USER_HI = [{"role": "user", "content": "hi"}]
+USER_HI: list[MessageParam] = [{"role": "user", "content": "hi"}]
 
 
 def post(
@@ -179,9 +182,11 @@ def test_anthropic_client_sync(server: FakeAnthropicServer, client: anthropic.An
 
 async def test_anthropic_client_async(server: FakeAnthropicServer) -> None:
     server.push(fa.text("async hello world"))
-    async with anthropic.AsyncAnthropic(base_url=server.url, api_key="k", max_retries=0) as c:
-        async with c.messages.stream(model="m", max_tokens=8, messages=USER_HI) as stream:
-            pieces = [t async for t in stream.text_stream]
+    async with (
+        anthropic.AsyncAnthropic(base_url=server.url, api_key="k", max_retries=0) as c,
+        c.messages.stream(model="m", max_tokens=8, messages=USER_HI) as stream,
+    ):
+        pieces = [t async for t in stream.text_stream]
     assert pieces == ["async ", "hello ", "world"]
     assert server.requests[0].stream
 
@@ -231,10 +236,13 @@ def test_error_headers_and_custom_type(server: FakeAnthropicServer) -> None:
 def test_stream_error_event(server: FakeAnthropicServer, client: anthropic.Anthropic) -> None:
     server.push(fa.stream_error(text="partial answer"), fa.stream_error("api_error", "oops"))
     received: list[str] = []
-    with pytest.raises(anthropic.APIStatusError) as info:
+
+    def consume() -> None:
         with client.messages.stream(model="m", max_tokens=8, messages=USER_HI) as stream:
-            for piece in stream.text_stream:
-                received.append(piece)
+            received.extend(stream.text_stream)
+
+    with pytest.raises(anthropic.APIStatusError) as info:
+        consume()
     assert received == ["partial ", "answer"]
     assert info.value.type == "overloaded_error"
     status, _, err = post(server, body())  # not streaming: the matching HTTP error
@@ -305,6 +313,24 @@ def test_scripted_llm_responses_are_accepted(server: FakeAnthropicServer) -> Non
     assert (tool_use["id"], tool_use["name"], tool_use["input"]) == ("c1", "f", {"a": 1})
 
 
+def test_a_single_response_is_a_whole_script() -> None:
+    with FakeAnthropicServer("only") as server:
+        assert post(server, body())[2]["content"][0]["text"] == "only"
+        assert post(server, body())[0] == 500
+
+
+def test_scripted_llm_errors_become_http_errors(server: FakeAnthropicServer) -> None:
+    server.push(scripted_error(LLMError("slow down", status=429)), scripted_error(ValueError("x")))
+    status, _, err = post(server, body())
+    assert (status, err["error"]) == (429, {"type": "rate_limit_error", "message": "slow down"})
+    assert post(server, body())[0] == 500
+    server.push(42)  # type: ignore[arg-type]
+    status, _, err = post(server, body())
+    assert status == 500
+    assert "script item must be" in err["error"]["message"]
+    assert [type(e) for e in server.script_errors] == [TypeError]
+
+
 def test_last_user_text_skips_system_reminders_and_tool_results() -> None:
     request = AnthropicRequest(
         index=1,
@@ -363,10 +389,11 @@ def test_requests_are_recorded(server: FakeAnthropicServer, client: anthropic.An
     ]
     first = requests[0]
     assert first.query == "beta=true"
-    assert first.api_key == "test-key"
+    assert first.api_key == "test-key"  # sent as "authorization: Bearer test-key"
     assert first.headers["anthropic-version"]
     assert first.body == {"model": "claude-test", "max_tokens": 16, "messages": USER_HI}
-    assert first.completed and not first.disconnected
+    assert first.completed
+    assert not first.disconnected
     assert [r.scripted for r in requests] == [True, False, False, False, False, False]
     assert server.scripted_requests == [first]
     assert [r.index for r in requests] == [1, 2, 3, 4, 5, 6]
@@ -524,9 +551,8 @@ def test_start_stop_and_context_managers() -> None:
 
 
 async def test_async_context_manager() -> None:
-    async with FakeAnthropicServer(["async"]) as server:
-        async with httpx2.AsyncClient() as c:
-            resp = await c.post(server.url + "/v1/messages", json=body())
+    async with FakeAnthropicServer(["async"]) as server, httpx2.AsyncClient() as c:
+        resp = await c.post(server.url + "/v1/messages", json=body())
     assert resp.json()["content"][0]["text"] == "async"
 
 
@@ -588,7 +614,8 @@ def test_client_disconnect_mid_stream_is_noticed(server: FakeAnthropicServer) ->
                 break  # got the first word; leave the stream mid-way
     request = server.wait_for_disconnect(timeout=5)
     assert request is server.requests[0]
-    assert request.disconnected and not request.completed
+    assert request.disconnected
+    assert not request.completed
     assert server.disconnected.is_set()
     assert server.disconnects == [request]
 
@@ -596,7 +623,8 @@ def test_client_disconnect_mid_stream_is_noticed(server: FakeAnthropicServer) ->
 def test_stop_ends_a_stream_in_progress() -> None:
     server = FakeAnthropicServer([fa.text("slow words here", chunk_delay=30.0)]).start()
     lines: list[str] = []
-    with pytest.raises(httpx2.HTTPError):  # the server cut the stream  # noqa: PT012
+
+    def consume() -> None:
         with (
             httpx2.Client(timeout=10) as c,
             c.stream("POST", server.url + "/v1/messages", json=body(stream=True)) as resp,
@@ -604,7 +632,10 @@ def test_stop_ends_a_stream_in_progress() -> None:
             for line in resp.iter_lines():
                 lines.append(line)
                 if '"text_delta"' in line:
-                    server.stop()
+                    server.stop()  # returns once the request thread has ended
+
+    with pytest.raises(httpx2.RemoteProtocolError):  # the server cut the stream
+        consume()
     assert any("slow " in line for line in lines)
     assert server.requests[0].disconnected
 

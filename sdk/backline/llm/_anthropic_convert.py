@@ -46,12 +46,15 @@ def convert_context(chat_ctx: ChatContext) -> tuple[str, list[dict[str, Any]]]:
     """
     system_parts: list[str] = []
     outputs: dict[str, FunctionCallOutput] = {}
-    for item in chat_ctx.items:
-        if isinstance(item, FunctionCallOutput):
-            outputs.setdefault(item.call_id, item)
+    output_at: dict[str, int] = {}
+    for i, item in enumerate(chat_ctx.items):
+        if isinstance(item, FunctionCallOutput) and item.call_id not in outputs:
+            outputs[item.call_id] = item
+            output_at[item.call_id] = i
 
     turns: list[_Turn] = []
     seen_calls: set[str] = set()
+    placed: set[str] = set()  # calls whose results are already in a user turn
 
     def turn(role: str) -> _Turn:
         if turns and turns[-1].role == role:
@@ -61,14 +64,22 @@ def convert_context(chat_ctx: ChatContext) -> tuple[str, list[dict[str, Any]]]:
         turns.append(new)
         if previous is not None and previous.call_ids:
             new.blocks.extend(_result_block(c, outputs.get(c)) for c in previous.call_ids)
+            placed.update(previous.call_ids)
         return new
 
-    for item in chat_ctx.items:
+    for i, item in enumerate(chat_ctx.items):
         if isinstance(item, ChatMessage):
             if item.role in ("system", "developer"):
                 if item.content.strip():
                     system_parts.append(item.content)
             elif item.content.strip():
+                last = turns[-1] if turns else None
+                if (
+                    item.role == "assistant"
+                    and last is not None
+                    and any(output_at.get(c, i) < i for c in last.call_ids)
+                ):
+                    turn("user")  # a result came before this text: close the calls' turn
                 turn(item.role).blocks.append({"type": "text", "text": item.content})
         elif isinstance(item, FunctionCall):
             if item.call_id in seen_calls:
@@ -84,7 +95,16 @@ def convert_context(chat_ctx: ChatContext) -> tuple[str, list[dict[str, Any]]]:
                 }
             )
             assistant.call_ids.append(item.call_id)
-        # FunctionCallOutput: placed by its call; AgentHandoff: skipped.
+        elif (
+            isinstance(item, FunctionCallOutput)
+            and item.call_id in seen_calls
+            and item.call_id not in placed
+        ):
+            # Results go right after their calls' assistant turn: the first output
+            # of that turn closes it. An output seen before its call is placed when
+            # the call's turn closes; an orphan output is never placed.
+            turn("user")
+        # AgentHandoff: skipped.
 
     if not turns or turns[0].role != "user":
         turns.insert(0, _Turn("user", [{"type": "text", "text": START_PLACEHOLDER}]))

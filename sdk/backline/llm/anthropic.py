@@ -180,6 +180,8 @@ class AnthropicLLM:
                 "environment or pass AnthropicLLM(api_key=...).",
                 status=401,
             ) from None
+        except anthropic.CredentialsError as e:
+            raise LLMError(f"Anthropic credentials could not be loaded: {e}", status=401) from e
 
     async def _stream(self, params: dict[str, Any] | LLMError) -> AsyncGenerator[ChatChunk, None]:
         if isinstance(params, LLMError):
@@ -209,8 +211,9 @@ class AnthropicLLM:
                     ) from e
                 if not failure.retryable or attempt > self._max_retries:
                     if failure.retryable:
+                        tries = f"{attempt} attempt{'s' if attempt > 1 else ''}"
                         raise LLMError(
-                            f"{failure.message} (gave up after {attempt} attempts)",
+                            f"{failure.message} (gave up after {tries})",
                             retryable=True,
                             status=failure.status,
                         ) from e
@@ -240,7 +243,8 @@ class AnthropicLLM:
         where = str(self._client.base_url)
         if isinstance(e, _IncompleteStream):
             return _Failure(f"Anthropic API at {where}: {e}", retryable=True)
-        return _Failure(f"Could not reach the Anthropic API at {where}: {e!r}", retryable=True)
+        detail = e.__cause__ if isinstance(e, anthropic.APIConnectionError) and e.__cause__ else e
+        return _Failure(f"Could not reach the Anthropic API at {where}: {detail!r}", retryable=True)
 
     def _status_failure(self, e: anthropic.APIStatusError) -> _Failure:
         error_type = e.type or ""

@@ -8,6 +8,7 @@ import logging
 import select
 import socket
 import threading
+import time
 import zlib
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Protocol
@@ -26,12 +27,38 @@ class Host(Protocol):
 
 
 class HTTPServer(ThreadingHTTPServer):
+    """A thread per connection; the threads are daemons, tracked so ``stop`` can join them."""
+
     daemon_threads = True
-    block_on_close = True  # server_close() joins the handler threads
+    request_queue_size = 128  # the default 5 drops concurrent connects (1 s SYN retry)
+    block_on_close = False  # daemon threads are not joined by server_close(): we do it
 
     def __init__(self, address: tuple[str, int], handler: type[Handler], fake: Host) -> None:
         self.fake = fake
+        self._handler_threads: list[threading.Thread] = []
+        self._threads_lock = threading.Lock()
         super().__init__(address, handler)
+
+    def process_request(self, request: Any, client_address: Any) -> None:
+        thread = threading.Thread(
+            target=self.process_request_thread,
+            args=(request, client_address),
+            name=f"FakeAnthropicServer:{self.server_address[1]}:conn",
+            daemon=True,
+        )
+        with self._threads_lock:
+            self._handler_threads = [t for t in self._handler_threads if t.is_alive()]
+            self._handler_threads.append(thread)
+        thread.start()
+
+    def join_handlers(self, timeout: float) -> list[threading.Thread]:
+        """Join the connection threads (within ``timeout`` in all); return any still alive."""
+        with self._threads_lock:
+            threads = list(self._handler_threads)
+        deadline = time.monotonic() + timeout
+        for thread in threads:
+            thread.join(max(0.0, deadline - time.monotonic()))
+        return [t for t in threads if t.is_alive()]
 
 
 class Handler(BaseHTTPRequestHandler):
@@ -40,6 +67,8 @@ class Handler(BaseHTTPRequestHandler):
 
     def setup(self) -> None:
         super().setup()
+        # Small writes (SSE events) go out at once, not after a delayed ACK.
+        self.connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         self.server.fake._track(self.connection, True)
 
     def finish(self) -> None:

@@ -373,7 +373,12 @@ class AnthropicRequest:
 
     @property
     def api_key(self) -> str | None:
-        return self.headers.get("x-api-key")
+        """The credential sent: ``x-api-key``, else an ``Authorization: Bearer`` token."""
+        key = self.headers.get("x-api-key")
+        if key:
+            return key
+        scheme, _, token = self.headers.get("authorization", "").partition(" ")
+        return token if scheme.lower() == "bearer" and token else None
 
     def __repr__(self) -> str:
         extra = f" model={self.model!r}" if self.is_messages else ""

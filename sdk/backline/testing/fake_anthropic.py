@@ -33,7 +33,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any
 
-from ._anthropic_http import POLL, Handler, HTTPServer, Output, read_body, shutdown_socket
+from ._anthropic_http import Handler, HTTPServer, Output, read_body, shutdown_socket
 from ._anthropic_script import (
     AnthropicRequest,
     AnthropicResponse,
@@ -55,6 +55,7 @@ from ._anthropic_wire import (
     stream_steps,
     validate_messages_request,
 )
+from .scripted_llm import ScriptedResponse
 
 __all__ = [
     "CLAUDE_CODE_CLEARED_ENV",
@@ -62,6 +63,8 @@ __all__ = [
     "AnthropicResponse",
     "AnthropicToolCall",
     "FakeAnthropicServer",
+    "Responder",
+    "ResponseLike",
     "claude_code_side_request",
     "default_side_response",
     "error",
@@ -91,6 +94,9 @@ CLAUDE_CODE_CLEARED_ENV = (
 )
 
 
+_JOIN_TIMEOUT = 5.0  # stop() waits at most this long for request threads
+
+
 class FakeAnthropicServer:
     """A scripted Anthropic Messages API server on ``127.0.0.1`` (see the module doc).
 
@@ -107,7 +113,7 @@ class FakeAnthropicServer:
 
     def __init__(
         self,
-        script: Iterable[ResponseLike] | Responder = (),
+        script: Iterable[ResponseLike] | ResponseLike | Responder = (),
         *,
         side: Callable[[AnthropicRequest], bool] | None = None,
         side_response: Responder = default_side_response,
@@ -117,7 +123,9 @@ class FakeAnthropicServer:
     ) -> None:
         self._responder: Responder | None = None
         self._queue: deque[ResponseLike] = deque()
-        if callable(script):
+        if isinstance(script, str | AnthropicResponse | ScriptedResponse):
+            self._queue.append(script)  # one response, not an iterable of them
+        elif callable(script):
             self._responder = script
         else:
             self._queue.extend(script)
@@ -144,7 +152,7 @@ class FakeAnthropicServer:
     @classmethod
     def for_claude_code(
         cls,
-        script: Iterable[ResponseLike] | Responder = (),
+        script: Iterable[ResponseLike] | ResponseLike | Responder = (),
         **kwargs: Any,
     ) -> FakeAnthropicServer:
         """A server whose script sees only the Claude Code CLI's agent-loop requests."""
@@ -163,7 +171,7 @@ class FakeAnthropicServer:
             self._httpd = httpd
             self._thread = threading.Thread(
                 target=httpd.serve_forever,
-                kwargs={"poll_interval": POLL},
+                kwargs={"poll_interval": 0.01},  # how fast shutdown() returns
                 name=f"FakeAnthropicServer:{httpd.server_address[1]}",
                 daemon=True,
             )
@@ -184,9 +192,12 @@ class FakeAnthropicServer:
             connections = list(self._connections)
         for conn in connections:
             shutdown_socket(conn)
-        httpd.server_close()  # joins the handler threads
+        httpd.server_close()
         if thread is not None:
             thread.join()
+        stuck = httpd.join_handlers(timeout=_JOIN_TIMEOUT)
+        if stuck:  # only a script callable that never returns can do this
+            log.warning("FakeAnthropicServer.stop: %d request thread(s) still busy", len(stuck))
 
     def __enter__(self) -> FakeAnthropicServer:
         return self.start()
@@ -355,22 +366,28 @@ class FakeAnthropicServer:
         with self._lock:
             return f"{kind}_fake{next(self._ids[kind]):04d}"
 
+    def _respond(self, request: AnthropicRequest) -> AnthropicResponse:
+        """The answer to a valid Messages request: from the side responder or the script."""
+        try:
+            if self._side is not None and self._side(request):
+                return coerce_response(self._side_response(request))
+            return self._scripted(request)
+        except Exception as e:
+            log.exception("FakeAnthropicServer: the script failed for %r", request)
+            with self._lock:
+                self.script_errors.append(e)
+            return _internal_error(f"FakeAnthropicServer: the script raised {e!r}")
+
     def _scripted(self, request: AnthropicRequest) -> AnthropicResponse:
         with self._script_lock:  # one script step at a time, in arrival order
             with self._lock:
                 request.scripted = True
                 responder = self._responder
                 item = self._queue.popleft() if responder is None and self._queue else None
-            try:
-                if responder is not None:
-                    return coerce_response(responder(request))
-                if item is not None:
-                    return coerce_response(item)
-            except Exception as e:
-                log.exception("FakeAnthropicServer: the script failed for %r", request)
-                with self._lock:
-                    self.script_errors.append(e)
-                return _internal_error(f"FakeAnthropicServer: the script raised {e!r}")
+            if responder is not None:
+                return coerce_response(responder(request))
+        if item is not None:
+            return coerce_response(item)
         return _internal_error(
             f"FakeAnthropicServer: no response scripted for request #{request.index} "
             f"({request.method} {request.path}, model {request.model!r}, last user text "
@@ -407,10 +424,8 @@ class FakeAnthropicServer:
             problem = validate_messages_request(request.body) if self._validate else None
             if problem is not None:
                 response = error(400, "invalid_request_error", problem)
-            elif self._side is not None and self._side(request):
-                response = coerce_response(self._side_response(request))
             else:
-                response = self._scripted(request)
+                response = self._respond(request)
             self._answer(request, response, out, request_id)
         elif path == "/v1/messages/count_tokens" and method == "POST":
             body = request.body if isinstance(request.body, dict) else {}

@@ -1,0 +1,661 @@
+"""AnthropicLLM against FakeAnthropicServer, through the real anthropic client."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import socket
+import subprocess
+import sys
+from collections.abc import AsyncIterator, Callable, Iterator
+from typing import Any
+
+import anthropic
+import pytest
+
+from backline.llm import (
+    AgentHandoff,
+    ChatChunk,
+    ChatContext,
+    ChatMessage,
+    FunctionCall,
+    FunctionCallOutput,
+    FunctionTool,
+    LLMError,
+    TextDelta,
+    ToolCallChunk,
+    Usage,
+    function_tool,
+    named_tool,
+)
+from backline.llm._anthropic_convert import (
+    CONTINUE_PLACEHOLDER,
+    MISSING_RESULT,
+    START_PLACEHOLDER,
+)
+from backline.llm.anthropic import DEFAULT_MODEL, AnthropicLLM
+from backline.testing import fake_anthropic as fa
+from backline.testing.fake_anthropic import FakeAnthropicServer
+
+MakeLLM = Callable[..., AnthropicLLM]
+
+
+@function_tool
+def get_weather(city: str, days: int = 1) -> str:
+    """Get the weather forecast.
+
+    Args:
+        city: The city.
+        days: How many days.
+    """
+    return "sunny"
+
+
+@function_tool
+def get_time(zone: str) -> str:
+    """Get the time in a zone."""
+    return "noon"
+
+
+@pytest.fixture
+def server() -> Iterator[FakeAnthropicServer]:
+    with FakeAnthropicServer() as s:
+        yield s
+
+
+@pytest.fixture
+async def make_llm(server: FakeAnthropicServer) -> AsyncIterator[MakeLLM]:
+    made: list[AnthropicLLM] = []
+
+    def make(**kwargs: Any) -> AnthropicLLM:
+        kwargs.setdefault("base_url", server.url)
+        kwargs.setdefault("api_key", "test-key")
+        kwargs.setdefault("retry_base_delay", 0.001)
+        llm = AnthropicLLM(**kwargs)
+        made.append(llm)
+        return llm
+
+    yield make
+    for llm in made:
+        await llm.aclose()
+
+
+def ctx(*items: ChatMessage | FunctionCall | FunctionCallOutput | AgentHandoff) -> ChatContext:
+    """A context with the items in the given order (increasing created_at)."""
+    for i, item in enumerate(items):
+        item.created_at = 1000.0 + i
+    return ChatContext(items)
+
+
+def user(text: str) -> ChatMessage:
+    return ChatMessage(role="user", content=text)
+
+
+def assistant(text: str) -> ChatMessage:
+    return ChatMessage(role="assistant", content=text)
+
+
+def call(call_id: str, name: str = "get_weather", args: str = '{"city": "Paris"}') -> FunctionCall:
+    return FunctionCall(call_id=call_id, name=name, arguments=args)
+
+
+def output(call_id: str, text: str = "sunny", *, is_error: bool = False) -> FunctionCallOutput:
+    return FunctionCallOutput(call_id=call_id, name="get_weather", output=text, is_error=is_error)
+
+
+async def collect(
+    llm: AnthropicLLM,
+    chat_ctx: ChatContext,
+    tools: list[FunctionTool] | None = None,
+    tool_choice: Any = None,
+) -> list[ChatChunk]:
+    async with llm.chat(chat_ctx, tools=tools or [], tool_choice=tool_choice) as stream:
+        return [chunk async for chunk in stream]
+
+
+async def sent(
+    server: FakeAnthropicServer,
+    make_llm: MakeLLM,
+    chat_ctx: ChatContext,
+    **kwargs: Any,
+) -> dict[str, Any]:
+    """Send ``chat_ctx`` (the server validates it like the API) and return the body."""
+    server.push("ok")
+    await collect(make_llm(), chat_ctx, **kwargs)
+    body = server.requests[-1].body
+    assert isinstance(body, dict)
+    return body
+
+
+# -- streaming ---------------------------------------------------------------------
+
+
+async def test_streams_text_then_usage(server: FakeAnthropicServer, make_llm: MakeLLM) -> None:
+    server.push(fa.text("Hello there, friend.", usage={"input_tokens": 42, "output_tokens": 5}))
+    chunks = await collect(make_llm(model="claude-test"), ctx(user("hi")))
+    assert chunks[:-1] == [TextDelta("Hello "), TextDelta("there, "), TextDelta("friend.")]
+    usage = chunks[-1]
+    assert isinstance(usage, Usage)
+    assert (usage.input_tokens, usage.output_tokens) == (42, 5)
+    assert usage.stop_reason == "end_turn"
+    assert usage.ttft is not None
+    assert usage.ttft >= 0
+    body = server.requests[0].body
+    assert body["model"] == "claude-test"
+    assert body["max_tokens"] == 1024
+    assert body["stream"] is True
+    assert body["messages"] == [{"role": "user", "content": [{"type": "text", "text": "hi"}]}]
+    assert "tools" not in body
+    assert "tool_choice" not in body
+    assert "system" not in body
+
+
+async def test_usage_with_cache_tokens_and_max_tokens(
+    server: FakeAnthropicServer, make_llm: MakeLLM
+) -> None:
+    server.push(
+        fa.text(
+            "cut",
+            stop_reason="max_tokens",
+            usage={
+                "input_tokens": 10,
+                "output_tokens": 1,
+                "cache_read_input_tokens": 300,
+                "cache_creation_input_tokens": 20,
+            },
+        )
+    )
+    usage = (await collect(make_llm(max_tokens=1), ctx(user("hi"))))[-1]
+    assert usage == Usage(
+        input_tokens=10,
+        output_tokens=1,
+        cache_read_input_tokens=300,
+        cache_creation_input_tokens=20,
+        ttft=usage.ttft,  # type: ignore[union-attr]
+        stop_reason="max_tokens",
+    )
+    assert server.requests[0].body["max_tokens"] == 1
+
+
+async def test_parallel_tool_calls_are_complete_chunks(
+    server: FakeAnthropicServer, make_llm: MakeLLM
+) -> None:
+    server.push(
+        fa.tool_calls(
+            ("get_weather", {"city": "Paris", "days": 2}),
+            ("get_time", {"zone": "Europe/Paris"}),
+            text="Checking.",
+            json_chunk_size=3,  # many input_json_delta pieces per call
+        )
+    )
+    chunks = await collect(make_llm(), ctx(user("weather?")), tools=[get_weather, get_time])
+    assert chunks[0] == TextDelta("Checking.")
+    calls = [c for c in chunks if isinstance(c, ToolCallChunk)]
+    assert [(c.call_id, c.name) for c in calls] == [
+        ("toolu_fake0001", "get_weather"),
+        ("toolu_fake0002", "get_time"),
+    ]
+    assert json.loads(calls[0].arguments) == {"city": "Paris", "days": 2}
+    assert json.loads(calls[1].arguments) == {"zone": "Europe/Paris"}
+    assert get_weather.parse_arguments(calls[0].arguments) == {"city": "Paris", "days": 2}
+    usage = chunks[-1]
+    assert isinstance(usage, Usage)
+    assert usage.stop_reason == "tool_use"
+
+
+async def test_tool_call_without_arguments(server: FakeAnthropicServer, make_llm: MakeLLM) -> None:
+    server.push(fa.tool_calls(("get_time", {})))
+    chunks = await collect(make_llm(), ctx(user("time?")), tools=[get_time])
+    assert chunks[0] == ToolCallChunk("toolu_fake0001", "get_time", "{}")
+
+
+async def test_model_from_environment(
+    server: FakeAnthropicServer, make_llm: MakeLLM, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("BACKLINE_MODEL", raising=False)
+    assert make_llm().model == DEFAULT_MODEL
+    monkeypatch.setenv("BACKLINE_MODEL", "claude-from-env")
+    llm = make_llm()
+    assert llm.model == "claude-from-env"
+    assert make_llm(model="claude-explicit").model == "claude-explicit"
+    server.push("ok")
+    await collect(llm, ctx(user("hi")))
+    assert server.requests[0].model == "claude-from-env"
+    assert "claude-from-env" in repr(llm)
+
+
+async def test_a_given_client_is_used_without_its_retries(server: FakeAnthropicServer) -> None:
+    client = anthropic.AsyncAnthropic(base_url=server.url, api_key="k", max_retries=7)
+    llm = AnthropicLLM(client=client, retry_base_delay=0.001)
+    assert llm.client.max_retries == 0
+    server.push(fa.error(529), "fine")
+    chunks = await collect(llm, ctx(user("hi")))
+    assert chunks[0] == TextDelta("fine")
+    assert len(server.requests) == 2
+    await llm.aclose()  # does not close a client it did not create
+    await client.close()
+    with pytest.raises(ValueError, match="either client"):
+        AnthropicLLM(client=client, api_key="k")
+
+
+# -- retries and errors ------------------------------------------------------------
+
+
+@pytest.mark.parametrize("first", [fa.error(529), fa.error(429), fa.error(500), fa.stream_error()])
+async def test_retries_then_succeeds(
+    server: FakeAnthropicServer,
+    make_llm: MakeLLM,
+    caplog: pytest.LogCaptureFixture,
+    first: fa.AnthropicResponse,
+) -> None:
+    server.push(first, fa.text("recovered"))
+    with caplog.at_level(logging.WARNING, logger="backline.llm.anthropic"):
+        chunks = await collect(make_llm(), ctx(user("hi")))
+    assert chunks[0] == TextDelta("recovered")
+    assert len(server.requests) == 2
+    assert server.requests[0].body == server.requests[1].body
+    assert "retrying in" in caplog.text
+    assert "attempt 2 of 4" in caplog.text
+
+
+async def test_backoff_doubles_up_to_the_cap(
+    server: FakeAnthropicServer, make_llm: MakeLLM, caplog: pytest.LogCaptureFixture
+) -> None:
+    server.push(*[fa.error(529)] * 4, "ok")
+    llm = make_llm(max_retries=4, retry_base_delay=0.01, retry_max_delay=0.03)
+    with caplog.at_level(logging.WARNING, logger="backline.llm.anthropic"):
+        await collect(llm, ctx(user("hi")))
+    delays = [r.getMessage().split("retrying in ")[1].split("s ")[0] for r in caplog.records]
+    assert delays == ["0.01", "0.02", "0.03", "0.03"]
+
+
+async def test_retry_after_is_honoured_up_to_the_cap(
+    server: FakeAnthropicServer, make_llm: MakeLLM, caplog: pytest.LogCaptureFixture
+) -> None:
+    server.push(fa.error(429, headers={"retry-after": "0.05"}), "ok")
+    with caplog.at_level(logging.WARNING, logger="backline.llm.anthropic"):
+        await collect(make_llm(retry_max_delay=1.0), ctx(user("hi")))
+    assert "retrying in 0.05s" in caplog.text
+
+
+async def test_retries_exhausted(server: FakeAnthropicServer, make_llm: MakeLLM) -> None:
+    server.push(*[fa.error(529)] * 3)
+    with pytest.raises(LLMError) as info:
+        await collect(make_llm(max_retries=2), ctx(user("hi")))
+    assert info.value.retryable
+    assert info.value.status == 529
+    assert "overloaded_error" in str(info.value)
+    assert "gave up after 3 attempts" in str(info.value)
+    assert len(server.requests) == 3
+
+
+async def test_no_retry_once_output_started(server: FakeAnthropicServer, make_llm: MakeLLM) -> None:
+    server.push(fa.stream_error("overloaded_error", text="partial reply"), "never")
+    got: list[ChatChunk] = []
+
+    async def consume() -> None:
+        async with make_llm().chat(ctx(user("hi"))) as stream:
+            async for chunk in stream:
+                got.append(chunk)
+
+    with pytest.raises(LLMError) as info:
+        await consume()
+    assert got == [TextDelta("partial "), TextDelta("reply")]
+    assert info.value.retryable
+    assert info.value.status == 529
+    assert "cut off" in str(info.value)
+    assert len(server.requests) == 1
+
+
+async def test_401_says_the_api_key_is_missing_or_wrong(
+    server: FakeAnthropicServer, make_llm: MakeLLM
+) -> None:
+    server.push(fa.error(401))
+    with pytest.raises(LLMError) as info:
+        await collect(make_llm(), ctx(user("hi")))
+    assert "ANTHROPIC_API_KEY is missing or wrong" in str(info.value)
+    assert info.value.status == 401
+    assert not info.value.retryable
+    assert len(server.requests) == 1
+
+
+async def test_no_api_key_at_all(
+    server: FakeAnthropicServer,
+    monkeypatch: pytest.MonkeyPatch,
+    tmp_path: Any,
+) -> None:
+    for name in (
+        "ANTHROPIC_API_KEY",
+        "ANTHROPIC_AUTH_TOKEN",
+        "ANTHROPIC_PROFILE",
+        "ANTHROPIC_CONFIG_DIR",
+        "ANTHROPIC_FEDERATION_RULE_ID",
+    ):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("HOME", str(tmp_path))  # no profile on disk either
+    llm = AnthropicLLM(base_url=server.url)
+    with pytest.raises(LLMError, match="ANTHROPIC_API_KEY is missing"):
+        await collect(llm, ctx(user("hi")))
+    assert server.requests == []
+    await llm.aclose()
+
+
+@pytest.mark.parametrize(
+    ("status", "kind"), [(400, "invalid_request_error"), (404, "not_found_error")]
+)
+async def test_model_errors_hint_at_backline_model(
+    server: FakeAnthropicServer, make_llm: MakeLLM, status: int, kind: str
+) -> None:
+    server.push(fa.error(status, kind, "model: claude-nope"))
+    with pytest.raises(LLMError) as info:
+        await collect(make_llm(model="claude-nope"), ctx(user("hi")))
+    message = str(info.value)
+    assert "model: claude-nope" in message  # the API's message
+    assert "BACKLINE_MODEL" in message
+    assert "'claude-nope'" in message
+    assert info.value.status == status
+    assert not info.value.retryable
+    assert len(server.requests) == 1
+
+
+async def test_other_400_keeps_the_api_message(
+    server: FakeAnthropicServer, make_llm: MakeLLM
+) -> None:
+    server.push(fa.error(400, message="max_tokens: too large"))
+    with pytest.raises(LLMError) as info:
+        await collect(make_llm(), ctx(user("hi")))
+    assert "max_tokens: too large" in str(info.value)
+    assert "BACKLINE_MODEL" not in str(info.value)
+
+
+async def test_exhausted_script_is_not_retried(
+    server: FakeAnthropicServer, make_llm: MakeLLM
+) -> None:
+    with pytest.raises(LLMError, match="no response scripted"):
+        await collect(make_llm(), ctx(user("hi")))
+    assert len(server.requests) == 1  # x-should-retry: false
+
+
+async def test_unreachable_server_is_retried_then_reported() -> None:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    llm = AnthropicLLM(
+        base_url=f"http://127.0.0.1:{port}", api_key="k", max_retries=1, retry_base_delay=0.001
+    )
+    with pytest.raises(LLMError) as info:
+        await collect(llm, ctx(user("hi")))
+    assert info.value.retryable
+    assert "Could not reach the Anthropic API" in str(info.value)
+    assert "gave up after 2 attempts" in str(info.value)
+    await llm.aclose()
+
+
+# -- cancellation ------------------------------------------------------------------
+
+
+async def test_cancelling_the_consumer_closes_the_connection(
+    server: FakeAnthropicServer, make_llm: MakeLLM
+) -> None:
+    server.push(fa.text("one two three four", chunk_delay=30.0))
+    first = asyncio.Event()
+
+    async def consume() -> None:
+        async for chunk in make_llm().chat(ctx(user("hi"))):
+            if isinstance(chunk, TextDelta):
+                first.set()
+
+    task = asyncio.create_task(consume())
+    await asyncio.wait_for(first.wait(), timeout=10)
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    request = await server.wait_for_disconnect_async(timeout=10)
+    assert request is server.requests[0]
+    assert request.disconnected
+
+
+async def test_aclose_closes_the_connection(server: FakeAnthropicServer, make_llm: MakeLLM) -> None:
+    server.push(fa.text("one two three four", chunk_delay=30.0))
+    stream = make_llm().chat(ctx(user("hi")))
+    assert await anext(stream) == TextDelta("one ")
+    await stream.aclose()
+    assert (await server.wait_for_disconnect_async(timeout=10)).disconnected
+    assert [c async for c in stream] == []
+
+
+# -- context conversion ------------------------------------------------------------
+
+
+async def test_system_and_developer_messages_become_the_system_prompt(
+    server: FakeAnthropicServer, make_llm: MakeLLM
+) -> None:
+    body = await sent(
+        server,
+        make_llm,
+        ctx(
+            ChatMessage(role="system", content="You are terse."),
+            user("hi"),
+            ChatMessage(role="developer", content="Answer in French."),
+            ChatMessage(role="system", content="   "),
+        ),
+    )
+    assert body["system"] == "You are terse.\n\nAnswer in French."
+    assert body["messages"] == [{"role": "user", "content": [{"type": "text", "text": "hi"}]}]
+
+
+async def test_consecutive_same_role_items_are_merged_and_empty_text_dropped(
+    server: FakeAnthropicServer, make_llm: MakeLLM
+) -> None:
+    body = await sent(
+        server,
+        make_llm,
+        ctx(user("hello"), user(""), user("are you there?"), assistant("yes"), assistant(" \n")),
+    )
+    assert body["messages"] == [
+        {
+            "role": "user",
+            "content": [
+                {"type": "text", "text": "hello"},
+                {"type": "text", "text": "are you there?"},
+            ],
+        },
+        {"role": "assistant", "content": [{"type": "text", "text": "yes"}]},
+        {"role": "user", "content": [{"type": "text", "text": CONTINUE_PLACEHOLDER}]},
+    ]
+
+
+async def test_a_conversation_that_starts_with_the_assistant(
+    server: FakeAnthropicServer, make_llm: MakeLLM
+) -> None:
+    body = await sent(server, make_llm, ctx(assistant("Hi, how can I help?"), user("weather")))
+    assert body["messages"][0] == {
+        "role": "user",
+        "content": [{"type": "text", "text": START_PLACEHOLDER}],
+    }
+    assert [m["role"] for m in body["messages"]] == ["user", "assistant", "user"]
+    body = await sent(server, make_llm, ctx(ChatMessage(role="system", content="Greet.")))
+    assert body["messages"] == [
+        {"role": "user", "content": [{"type": "text", "text": START_PLACEHOLDER}]}
+    ]
+
+
+async def test_calls_and_outputs_become_tool_use_and_tool_result(
+    server: FakeAnthropicServer, make_llm: MakeLLM
+) -> None:
+    body = await sent(
+        server,
+        make_llm,
+        ctx(
+            user("weather in Paris and Rome?"),
+            assistant("Let me check."),
+            call("c1"),
+            call("c2", args='{"city": "Rome"}'),
+            output("c1", "sunny"),
+            output("c2", "no such city", is_error=True),
+            assistant("Paris is sunny."),
+        ),
+        tools=[get_weather],
+    )
+    assert body["messages"][1:3] == [
+        {
+            "role": "assistant",
+            "content": [
+                {"type": "text", "text": "Let me check."},
+                {"type": "tool_use", "id": "c1", "name": "get_weather", "input": {"city": "Paris"}},
+                {"type": "tool_use", "id": "c2", "name": "get_weather", "input": {"city": "Rome"}},
+            ],
+        },
+        {
+            "role": "user",
+            "content": [
+                {"type": "tool_result", "tool_use_id": "c1", "content": "sunny"},
+                {
+                    "type": "tool_result",
+                    "tool_use_id": "c2",
+                    "content": "no such city",
+                    "is_error": True,
+                },
+            ],
+        },
+    ]
+    assert body["messages"][3]["role"] == "assistant"
+
+
+async def test_results_come_first_when_the_user_spoke_while_a_tool_ran(
+    server: FakeAnthropicServer, make_llm: MakeLLM
+) -> None:
+    body = await sent(
+        server,
+        make_llm,
+        ctx(user("weather?"), call("c1"), user("and hurry"), output("c1", "sunny")),
+    )
+    assert body["messages"][2] == {
+        "role": "user",
+        "content": [
+            {"type": "tool_result", "tool_use_id": "c1", "content": "sunny"},
+            {"type": "text", "text": "and hurry"},
+        ],
+    }
+    assert len(body["messages"]) == 3
+
+
+async def test_several_tool_rounds_and_an_output_recorded_before_its_call(
+    server: FakeAnthropicServer, make_llm: MakeLLM
+) -> None:
+    body = await sent(
+        server,
+        make_llm,
+        ctx(
+            user("plan my day"),
+            call("c1"),
+            output("c1", "sunny"),
+            output("c2", "noon"),  # recorded just before its call
+            call("c2", name="get_time", args='{"zone": "UTC"}'),
+            assistant("Sunny at noon."),
+        ),
+    )
+    roles = [m["role"] for m in body["messages"]]
+    assert roles == ["user", "assistant", "user", "assistant", "user", "assistant", "user"]
+    assert body["messages"][2]["content"] == [
+        {"type": "tool_result", "tool_use_id": "c1", "content": "sunny"}
+    ]
+    assert body["messages"][4]["content"] == [
+        {"type": "tool_result", "tool_use_id": "c2", "content": "noon"}
+    ]
+    assert body["messages"][5]["content"] == [{"type": "text", "text": "Sunny at noon."}]
+
+
+async def test_orphans_duplicates_and_handoffs(
+    server: FakeAnthropicServer, make_llm: MakeLLM
+) -> None:
+    body = await sent(
+        server,
+        make_llm,
+        ctx(
+            user("hi"),
+            AgentHandoff(old_agent=None, new_agent="greeter"),
+            output("ghost", "orphan output"),
+            call("c1"),
+            call("c1"),  # a repeated call id
+            call("c2", name="get_time", args="not json"),
+            output("c2", ""),
+        ),
+    )
+    assert body["messages"] == [
+        {"role": "user", "content": [{"type": "text", "text": "hi"}]},
+        {
+            "role": "assistant",
+            "content": [
+                {"type": "tool_use", "id": "c1", "name": "get_weather", "input": {"city": "Paris"}},
+                {
+                    "type": "tool_use",
+                    "id": "c2",
+                    "name": "get_time",
+                    "input": {"_invalid_arguments": "not json"},
+                },
+            ],
+        },
+        {
+            "role": "user",
+            "content": [
+                {"type": "tool_result", "tool_use_id": "c1", "content": MISSING_RESULT},
+                {"type": "tool_result", "tool_use_id": "c2"},
+            ],
+        },
+    ]
+    assert "ghost" not in json.dumps(body)
+    assert "greeter" not in json.dumps(body)
+
+
+async def test_tools_and_tool_choice(server: FakeAnthropicServer, make_llm: MakeLLM) -> None:
+    tools = [get_weather, get_time]
+    chat_ctx = ctx(user("hi"))
+    body = await sent(server, make_llm, chat_ctx, tools=tools)
+    assert body["tools"][0] == {
+        "name": "get_weather",
+        "input_schema": get_weather.parameters,
+        "description": "Get the weather forecast.",
+    }
+    assert [t["name"] for t in body["tools"]] == ["get_weather", "get_time"]
+    assert "tool_choice" not in body
+    for choice, expected in [
+        ("auto", {"type": "auto"}),
+        ("none", {"type": "none"}),
+        ("required", {"type": "any"}),
+        (named_tool("get_time"), {"type": "tool", "name": "get_time"}),
+    ]:
+        body = await sent(server, make_llm, chat_ctx, tools=tools, tool_choice=choice)
+        assert body["tool_choice"] == expected
+    body = await sent(server, make_llm, chat_ctx, tool_choice="none")  # no tools: omitted
+    assert "tool_choice" not in body
+
+
+@pytest.mark.parametrize(
+    ("tools", "choice", "problem"),
+    [
+        ([get_weather], named_tool("nope"), "not among the tools"),
+        ([], "required", "needs tools"),
+    ],
+)
+async def test_bad_tool_choice_fails_before_any_request(
+    server: FakeAnthropicServer,
+    make_llm: MakeLLM,
+    tools: list[FunctionTool],
+    choice: Any,
+    problem: str,
+) -> None:
+    with pytest.raises(LLMError, match=problem):
+        await collect(make_llm(), ctx(user("hi")), tools=tools, tool_choice=choice)
+    assert server.requests == []
+
+
+def test_importing_backline_does_not_import_anthropic() -> None:
+    code = (
+        "import sys, backline, backline.llm, backline.testing, backline.testing.fake_anthropic\n"
+        "assert 'anthropic' not in sys.modules, 'anthropic was imported'\n"
+        "import backline.llm.anthropic\n"
+        "assert 'anthropic' in sys.modules\n"
+    )
+    subprocess.run([sys.executable, "-c", code], check=True, timeout=60)
