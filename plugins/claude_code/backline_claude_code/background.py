@@ -20,12 +20,14 @@ is doing right now (status, task, recent activity, files changed)."""
 def claude_code_background(
     config: ClaudeCodeConfig | None = None,
     *,
+    interrupt_grace: float = 2.0,
     client_factory: ClientFactory | None = None,
 ) -> BackgroundDefinition:
     """The ``claude_code`` background session. ``config`` defaults to the environment
-    (``ClaudeCodeConfig.from_env()``), read when the session starts."""
+    (``ClaudeCodeConfig.from_env()``), read when the session starts.
+    ``client_factory(options)`` replaces ``ClaudeSDKClient(options)`` (for tests)."""
 
-    @background(BACKGROUND_ID, description=DESCRIPTION)
+    @background(BACKGROUND_ID, description=DESCRIPTION, interrupt_grace=interrupt_grace)
     async def claude_code(ctx: BackgroundContext) -> None:
         cfg = config if config is not None else ClaudeCodeConfig.from_env()
         await ClaudeCodeWorker(ctx, cfg, client_factory=client_factory).run()

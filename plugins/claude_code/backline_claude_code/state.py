@@ -73,6 +73,11 @@ class StatusReporter:
         self._status = INTERRUPTED
         self.publish()
 
+    def task_interrupted(self) -> None:
+        """The interrupted turn ended; the status stays "interrupted" until the next task."""
+        self._last_task, self._task = self._task, None
+        self.publish()
+
     def working(self) -> None:
         self._status = WORKING
         self.publish()

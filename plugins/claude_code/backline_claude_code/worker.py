@@ -55,6 +55,7 @@ class ClaudeCodeWorker:
         self._client_factory = client_factory
         self._client: Any = None
         self._failed_before = False
+        self._interrupted = False
 
     async def run(self) -> None:
         self.reporter.publish()
@@ -68,6 +69,7 @@ class ClaudeCodeWorker:
     # -- one turn ------------------------------------------------------------------
     async def _turn(self, text: str) -> None:
         async with self.ctx.turn():
+            self._interrupted = False
             self.reporter.task_started(text)
             try:
                 client = await self._ensure_client()
@@ -78,7 +80,10 @@ class ClaudeCodeWorker:
             except Exception as e:
                 await self._fail(e)
             else:
-                self.reporter.task_finished()
+                if self._interrupted:
+                    self.reporter.task_interrupted()
+                else:
+                    self.reporter.task_finished()
 
     async def _read_until_result(self, client: Any) -> None:
         from claude_agent_sdk import AssistantMessage, ResultMessage, TextBlock, ToolUseBlock
@@ -94,6 +99,8 @@ class ClaudeCodeWorker:
                     elif isinstance(block, ToolUseBlock):
                         self.reporter.tool_used(block.name, dict(block.input or {}))
             elif isinstance(message, ResultMessage):
+                if self._interrupted:
+                    return  # the turn was cut short on purpose; the next one follows
                 if auth_error == "authentication_failed":
                     raise TurnFailed(
                         "authentication failed: check ANTHROPIC_API_KEY (or log in with `claude`)"
@@ -160,6 +167,7 @@ class ClaudeCodeWorker:
         client = self._client
         if client is None:
             return
+        self._interrupted = True
         self.reporter.interrupted()
         await client.interrupt()
 
