@@ -14,7 +14,7 @@ $(STAMP): pyproject.toml $(PLUGIN_PROJECTS)
 	@touch $(STAMP)
 
 demo: $(STAMP)
-	$(BIN)/python -m backline.demo
+	$(BIN)/python examples/coding_agents/demo.py
 
 test: lint
 	$(BIN)/python -m pytest -q
