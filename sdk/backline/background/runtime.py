@@ -32,6 +32,10 @@ if TYPE_CHECKING:
 logger = logging.getLogger("backline")
 
 
+def _done(task: asyncio.Task[Any] | None) -> bool:
+    return task is not None and task.done()
+
+
 class BackgroundRuntime:
     """One running background session: inbox, context, scheduler, state, entrypoint task."""
 
@@ -47,7 +51,7 @@ class BackgroundRuntime:
         self.interrupt_callback: Callable[[], Awaitable[None]] | None = None
         self._inbox: deque[str] = deque()
         self._inbox_signal = Signal()
-        self._reader_active = False
+        self._reader: tuple[asyncio.Task[Any] | None, object] | None = None
         self._grace = GraceWindow(definition.interrupt_grace)
         self._task: asyncio.Task[None] | None = None
         self._interrupts: set[asyncio.Task[None]] = set()
@@ -146,12 +150,17 @@ class BackgroundRuntime:
         return items
 
     async def iterate(self, *, batch: bool) -> AsyncIterator[Any]:
-        if self._reader_active:
+        # The reader is the task iterating. Another task's open iterator is a second
+        # concurrent consumer; an earlier iterator of this same task was abandoned
+        # (``break``) and is only waiting to be finalised, so a new one takes over.
+        me = (asyncio.current_task(), object())
+        reader = self._reader
+        if reader is not None and reader[0] is not me[0] and not _done(reader[0]):
             raise RuntimeError(
                 f"background session '{self.definition.id}' already has a message reader; "
                 "messages() has a single consumer"
             )
-        self._reader_active = True
+        self._reader = me
         try:
             while True:
                 while not self._inbox:
@@ -163,7 +172,8 @@ class BackgroundRuntime:
                 else:
                     yield self._inbox.popleft()
         finally:
-            self._reader_active = False
+            if self._reader is me:
+                self._reader = None
 
     # -- outbound -------------------------------------------------------------------
     async def send(self, text: str, *, silent: bool) -> None:

@@ -46,6 +46,11 @@ def _runtime(manager: BackgroundManager, background_id: Any) -> BackgroundRuntim
     if not isinstance(background_id, str) or background_id not in known:
         raise ToolError(f"Unknown background session ID '{background_id}'. Valid IDs: {valid}")
     rt = manager.runtime(background_id)
+    if rt is None and not manager.closed:
+        raise ToolError(
+            f"Background session '{background_id}' has not started yet: the conversation "
+            "has not started, so nothing can be sent to it."
+        )
     if manager.closed or rt is None or rt.closed:
         raise ToolError(
             f"Background session '{background_id}' is closed: the conversation is ending, "
