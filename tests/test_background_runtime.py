@@ -445,3 +445,25 @@ async def test_batches_yield_everything_waiting_at_once(virtual_clock: VirtualCl
     deliver(session, "c")
     assert await asyncio.wait_for(waiting, 5) == ["c"]
     await session.aclose()
+
+
+async def test_front_ends_can_post_into_an_inbox(virtual_clock: Any) -> None:
+    got: list[str] = []
+    arrived = asyncio.Event()
+
+    @background("inbox", description="Collects.")
+    async def inbox(ctx: BackgroundContext) -> None:
+        async for message in ctx.messages():
+            got.append(message)
+            arrived.set()
+
+    session: Session[Any] = Session(ScriptedLLM(), background=[inbox])
+    await session.start(Agent("hi"))
+    manager = session.background
+    assert manager is not None
+    manager.deliver("inbox", "from the page")
+    await asyncio.wait_for(arrived.wait(), 5)
+    assert got == ["from the page"]
+    with pytest.raises(KeyError, match="known: inbox"):
+        manager.deliver("nope", "x")
+    await session.aclose()

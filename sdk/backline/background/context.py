@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import contextlib
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncGenerator, Awaitable, Callable
 from typing import TYPE_CHECKING, Any, Final
 
 if TYPE_CHECKING:
@@ -70,12 +70,12 @@ class BackgroundContext:
         """The last reported state, or ``UNSET``."""
         return self._runtime.state
 
-    def messages(self) -> AsyncIterator[str]:
+    def messages(self) -> AsyncGenerator[str, None]:
         """Messages from the voice agent, FIFO, one at a time. Single consumer:
         a second concurrent reader raises ``RuntimeError``. Ends only at close."""
         return self._runtime.iterate(batch=False)
 
-    def batches(self) -> AsyncIterator[list[str]]:
+    def batches(self) -> AsyncGenerator[list[str], None]:
         """Like ``messages()``, but yields everything waiting at once (oldest first),
         so a correction split into several sends can run as one turn."""
         return self._runtime.iterate(batch=True)

@@ -6,7 +6,7 @@ import asyncio
 import contextlib
 import logging
 from collections import deque
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
+from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Iterable
 from typing import TYPE_CHECKING, Any
 
 from ..llm.chat_context import ChatMessage, new_id
@@ -149,7 +149,7 @@ class BackgroundRuntime:
         self._inbox.clear()
         return items
 
-    async def iterate(self, *, batch: bool) -> AsyncIterator[Any]:
+    async def iterate(self, *, batch: bool) -> AsyncGenerator[Any, None]:
         # The reader is the task iterating. Another task's open iterator is a second
         # concurrent consumer; an earlier iterator of this same task was abandoned
         # (``break``) and is only waiting to be finalised, so a new one takes over.
@@ -295,6 +295,20 @@ class BackgroundManager:
 
     def runtime(self, background_id: str) -> BackgroundRuntime | None:
         return self.runtimes.get(background_id)
+
+    def deliver(self, background_id: str, content: str) -> None:
+        """Put a message in a background's inbox, as the voice agent's ``backline_send``
+        does (for front ends and tests). Raises ``KeyError`` for an unknown id and
+        ``RuntimeError`` when that background is not running."""
+        rt = self.runtimes.get(background_id)
+        if rt is None:
+            known = ", ".join(self.sorted_ids())
+            raise KeyError(f"no running background session {background_id!r} (known: {known})")
+        if rt.closed or rt.status in ("ended", "crashed"):
+            raise RuntimeError(f"background session {background_id!r} is not running")
+        if not isinstance(content, str):
+            raise TypeError("a message must be a string")
+        rt.deliver(content)
 
     def context(self, background_id: str) -> BackgroundContext:
         """The context of a running background session (for tests and front ends)."""
