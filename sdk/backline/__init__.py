@@ -32,6 +32,7 @@ from .llm import (
     function_tool,
     named_tool,
 )
+from .plugins import hookimpl
 from .voice import (
     Agent,
     AgentHandoffEvent,
@@ -111,5 +112,6 @@ __all__ = [
     "__version__",
     "background",
     "function_tool",
+    "hookimpl",
     "named_tool",
 ]

@@ -41,3 +41,8 @@ def session_started(session: Any) -> None:
 
 def session_closed(session: Any) -> None:
     _notify("session_closed", session)
+
+
+def has_observer(observer: Callable[[str, Any], None]) -> bool:
+    """Whether ``observer`` is registered."""
+    return observer in _observers

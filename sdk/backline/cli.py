@@ -1,0 +1,347 @@
+"""The ``backline`` command (click).
+
+Built-in commands: ``plugins``, ``install``, ``uninstall``, ``new-plugin``.
+Plugins add more through the ``register_commands(cli)`` hook; they are loaded
+only when a command is not a built-in one, or for ``--help``, and a plugin that
+fails is reported, never fatal (unless ``BACKLINE_STRICT_PLUGINS=1``).
+
+Front ends (``console``, ``web``) build their session with ``build_session``
+from the options ``session_options`` adds, so every front end takes the same
+``--background`` / ``--llm`` / ``--model`` / ``--instructions`` / ``--agent``.
+"""
+
+from __future__ import annotations
+
+import functools
+import importlib
+import json
+import logging
+import os
+import subprocess
+import sys
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, TypeVar
+
+import click
+
+from . import __version__
+from .plugins import PluginError, PluginManager, UnknownNameError
+
+if TYPE_CHECKING:
+    from .plugins import PluginInfo
+    from .voice.agent import Agent
+    from .voice.session import Session
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+DEFAULT_LLM = "anthropic"
+DEFAULT_INSTRUCTIONS = (
+    "You are a friendly, concise voice assistant. Background sessions do long-running "
+    "work for the user: give them tasks and corrections with backline_send, check on "
+    "them with backline_state when the user asks how things are going, and relay their "
+    "updates briefly and naturally."
+)
+
+
+class BacklineGroup(click.Group):
+    """The root group: built-in commands at once, plugin commands on demand."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._manager: PluginManager | None = None
+        self._plugin_error: PluginError | None = None
+
+    def plugin_manager(self, *, strict_errors: bool = True) -> PluginManager:
+        """The plugins, loaded once (with their commands registered on this group).
+
+        In strict mode a failure raises ``click.ClickException`` unless
+        ``strict_errors`` is false.
+        """
+        if self._manager is None:
+            manager = PluginManager.from_environment()
+            self._manager = manager
+            try:
+                manager.load()
+                manager.register_commands(self)
+            except PluginError as e:
+                self._plugin_error = e
+        if self._plugin_error is not None and strict_errors:
+            raise click.ClickException(str(self._plugin_error))
+        return self._manager
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        try:
+            self.plugin_manager()
+        except click.ClickException as e:
+            click.echo(f"backline: plugin commands are not listed: {e.message}", err=True)
+        return sorted(self.commands)
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        found = self.commands.get(cmd_name)
+        if found is None:
+            self.plugin_manager()
+            found = self.commands.get(cmd_name)
+        return found
+
+
+def plugin_manager(
+    ctx: click.Context | None = None, *, strict_errors: bool = True
+) -> PluginManager:
+    """The CLI's loaded plugin manager, for any command (built-in or from a plugin).
+
+    In strict mode a failed plugin raises ``click.ClickException`` unless
+    ``strict_errors`` is false.
+    """
+    ctx = ctx or click.get_current_context()
+    root = ctx.find_root().command
+    if isinstance(root, BacklineGroup):
+        return root.plugin_manager(strict_errors=strict_errors)
+    return PluginManager.from_environment().load()  # a command run outside `backline`
+
+
+# -- building a session from options (shared by console, web, ...) ----------------------------
+@dataclass(frozen=True)
+class SessionOptions:
+    """What a front end's options say about the session to build.
+
+    ``backgrounds``: background ids (``None``: every registered one); ``llm``:
+    an LLM name from ``register_llms`` and ``model`` its model; the agent is
+    ``Agent(instructions)`` or, with ``agent`` (``module:Class``), that class.
+    """
+
+    backgrounds: tuple[str, ...] | None = None
+    llm: str = DEFAULT_LLM
+    model: str | None = None
+    instructions: str | None = None
+    agent: str | None = None
+
+
+def session_options(command: F) -> F:
+    """Add the session options to a click command; it receives ``session_options``."""
+
+    @functools.wraps(command)
+    def wrapper(
+        *args: Any,
+        background: tuple[str, ...],
+        llm: str,
+        model: str | None,
+        instructions: str | None,
+        agent: str | None,
+        **kwargs: Any,
+    ) -> Any:
+        options = SessionOptions(
+            backgrounds=background or None,
+            llm=llm,
+            model=model,
+            instructions=instructions,
+            agent=agent,
+        )
+        return command(*args, session_options=options, **kwargs)
+
+    decorators = [
+        click.option(
+            "--background",
+            "-b",
+            multiple=True,
+            metavar="NAME",
+            help="A background session to run (repeatable; default: all registered).",
+        ),
+        click.option(
+            "--llm",
+            default=lambda: os.environ.get("BACKLINE_LLM", DEFAULT_LLM),
+            show_default="anthropic, or $BACKLINE_LLM",
+            metavar="NAME",
+            help="The LLM to use (a name registered by a plugin).",
+        ),
+        click.option("--model", "-m", metavar="MODEL", help="The model name for that LLM."),
+        click.option("--instructions", metavar="TEXT", help="Instructions of the voice agent."),
+        click.option(
+            "--agent",
+            metavar="MODULE:CLASS",
+            help="Use this Agent class (built with no arguments) instead of --instructions.",
+        ),
+    ]
+    result: Callable[..., Any] = wrapper
+    for decorate in reversed(decorators):
+        result = decorate(result)
+    return result  # type: ignore[return-value]
+
+
+def build_session(
+    manager: PluginManager, options: SessionOptions, **session_kwargs: Any
+) -> tuple[Session[Any], Agent]:
+    """Build an unstarted ``Session`` and its first ``Agent`` from ``options``.
+
+    The session gets every plugin tool, the chosen background sessions and the
+    chosen LLM; ``session_kwargs`` (``output=...``, ...) go to ``Session``. The
+    manager is activated, so plugins observe the session's start and close.
+    Start it with ``async with session: await session.start(agent)``.
+    """
+    from .voice.session import Session
+
+    if options.agent is not None and options.instructions is not None:
+        raise click.UsageError("use --instructions or --agent, not both")
+    try:
+        backgrounds = manager.background_definitions(options.backgrounds)
+    except UnknownNameError as e:
+        raise click.BadParameter(str(e), param_hint="'--background'") from None
+    llm_options: dict[str, Any] = {} if options.model is None else {"model": options.model}
+    try:
+        llm = manager.llm(options.llm, **llm_options)
+    except UnknownNameError as e:
+        raise click.BadParameter(str(e), param_hint="'--llm'") from None
+    agent = _make_agent(options)
+    manager.activate()
+    session: Session[Any] = Session(
+        llm, tools=manager.tools(), background=backgrounds, **session_kwargs
+    )
+    return session, agent
+
+
+def _make_agent(options: SessionOptions) -> Agent:
+    from .voice.agent import Agent
+
+    if options.agent is None:
+        return Agent(options.instructions or DEFAULT_INSTRUCTIONS)
+    module_name, _, attr = options.agent.partition(":")
+    if not module_name or not attr:
+        raise click.BadParameter("expected MODULE:CLASS", param_hint="'--agent'")
+    if os.getcwd() not in sys.path:
+        sys.path.insert(0, os.getcwd())
+    try:
+        target: Any = importlib.import_module(module_name)
+        for part in attr.split("."):
+            target = getattr(target, part)
+    except (ImportError, AttributeError) as e:
+        raise click.BadParameter(
+            f"cannot load {options.agent}: {e}", param_hint="'--agent'"
+        ) from None
+    agent = target() if callable(target) and not isinstance(target, Agent) else target
+    if not isinstance(agent, Agent):
+        raise click.BadParameter(
+            f"{options.agent} is not an Agent (got {type(agent).__name__})",
+            param_hint="'--agent'",
+        )
+    return agent
+
+
+# -- the commands ---------------------------------------------------------------------------
+@click.command("plugins")
+@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+@click.option("--all", "show_all", is_flag=True, help="Include the built-in plugins.")
+@click.pass_context
+def plugins_command(ctx: click.Context, as_json: bool, show_all: bool) -> None:
+    """List plugins: version, hooks, what each registered, and status."""
+    manager = plugin_manager(ctx, strict_errors=False)
+    infos = manager.plugins(include_builtin=show_all)
+    if as_json:
+        click.echo(json.dumps([i.to_dict() for i in infos], indent=2))
+    elif not infos:
+        click.echo(
+            "No plugins installed. `backline install PACKAGE` adds one; "
+            "`backline plugins --all` lists the built-in ones too."
+        )
+    else:
+        click.echo("\n".join(_describe_plugin(i) for i in infos))
+    plugin_manager(ctx)  # strict mode: exit non-zero after the listing
+
+
+def _describe_plugin(info: PluginInfo) -> str:
+    where = "built-in" if info.builtin else (info.distribution or "registered by hand")
+    version = f" {info.version}" if info.version else ""
+    lines = [f"{info.name} ({where}{version}): {info.status_text}"]
+    if info.hooks:
+        lines.append(f"  hooks: {', '.join(info.hooks)}")
+    for label, names in info.registered().items():
+        if names:
+            lines.append(f"  {label}: {', '.join(names)}")
+    return "\n".join(lines)
+
+
+@click.command()
+@click.argument("packages", nargs=-1)
+@click.option("-U", "--upgrade", is_flag=True, help="Upgrade packages to the newest version.")
+@click.option(
+    "-e", "--editable", multiple=True, metavar="PATH", help="Install a project in editable mode."
+)
+def install(packages: tuple[str, ...], upgrade: bool, editable: tuple[str, ...]) -> None:
+    """Install plugins (pip, into the interpreter backline runs in)."""
+    if not packages and not editable:
+        raise click.UsageError("name at least one package, or -e PATH")
+    args = ["install", *(["-U"] if upgrade else []), *packages]
+    for path in editable:
+        args += ["-e", path]
+    _pip(args)
+
+
+@click.command()
+@click.argument("packages", nargs=-1, required=True)
+def uninstall(packages: tuple[str, ...]) -> None:
+    """Uninstall plugins (pip uninstall -y)."""
+    _pip(["uninstall", "-y", *packages])
+
+
+def _pip(args: Sequence[str]) -> None:
+    code = subprocess.call([sys.executable, "-m", "pip", *args])
+    if code:
+        raise SystemExit(code)
+
+
+@click.command("new-plugin")
+@click.argument("name")
+@click.option(
+    "--dir",
+    "directory",
+    default=".",
+    show_default=True,
+    type=click.Path(file_okay=False),
+    help="Where to create the package folder.",
+)
+def new_plugin(name: str, directory: str) -> None:
+    """Write a new plugin package NAME (a background session, a test, a README)."""
+    from .plugins._scaffold import create_plugin
+
+    try:
+        root, files = create_plugin(name, directory)
+    except (ValueError, FileExistsError) as e:
+        raise click.ClickException(str(e)) from None
+    click.echo(f"Created {root}:")
+    for path in files:
+        click.echo(f"  {path.relative_to(root)}")
+    click.echo(
+        f"\nNext:\n  cd {root}\n  pip install -e '.[test]' && pytest\n"
+        f"  backline install -e .   (then `backline plugins` lists it)"
+    )
+
+
+BUILTIN_COMMANDS: list[click.Command] = [plugins_command, install, uninstall, new_plugin]
+"""The built-in commands (``console`` and ``web`` join them here)."""
+
+
+def make_cli() -> BacklineGroup:
+    """A fresh root group with the built-in commands (plugins load on demand)."""
+
+    @click.group(cls=BacklineGroup, name="backline")
+    @click.version_option(__version__, prog_name="backline")
+    def backline() -> None:
+        """backline: background agents behind a voice conversation.
+
+        Plugins add background sessions, tools, LLMs and commands:
+        `backline plugins` lists them, `backline install PACKAGE` adds one.
+        """
+
+    assert isinstance(backline, BacklineGroup)
+    for command in BUILTIN_COMMANDS:
+        backline.add_command(command)
+    return backline
+
+
+def main(argv: Sequence[str] | None = None, *, prog_name: str = "backline") -> None:
+    """Run the ``backline`` command (the console script)."""
+    logging.basicConfig(level=logging.WARNING, format="backline: %(message)s")
+    make_cli().main(args=list(argv) if argv is not None else None, prog_name=prog_name)
+
+
+if __name__ == "__main__":  # pragma: no cover
+    main()

@@ -1,0 +1,32 @@
+"""The built-in plugin ``anthropic``: the Anthropic adapter, registered like any plugin.
+
+``anthropic`` (the package) is imported only when the factory runs, so loading
+plugins stays fast.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from ._hookspecs import hookimpl
+
+if TYPE_CHECKING:
+    from ..llm.llm import LLM
+    from ._registry import RegisterLLM
+
+DESCRIPTION = (
+    "Claude through Anthropic's Messages API (ANTHROPIC_API_KEY; model: $BACKLINE_MODEL "
+    "or the adapter's default)"
+)
+
+
+def anthropic_llm(model: str | None = None, **options: Any) -> LLM:
+    """Build ``backline.llm.anthropic.AnthropicLLM(model, **options)``."""
+    from ..llm.anthropic import AnthropicLLM
+
+    return AnthropicLLM(model, **options)
+
+
+@hookimpl
+def register_llms(register: RegisterLLM) -> None:
+    register("anthropic", anthropic_llm, description=DESCRIPTION)

@@ -1,0 +1,71 @@
+"""The hook specifications of backline plugins (pluggy project ``backline``).
+
+A plugin is a module (or any object) with functions marked ``@backline.hookimpl``
+whose names are hooks below. Each implementation may take any subset of a
+hook's arguments, by name.
+
+Stability: the arguments listed here are stable. A new argument arrives with a
+default, so an implementation written today keeps working; the ``register``
+callbacks likewise only ever gain keyword arguments with defaults.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pluggy
+
+PROJECT_NAME = "backline"
+"""The pluggy project name, and the entry-point group plugins are found in."""
+
+hookspec = pluggy.HookspecMarker(PROJECT_NAME)
+hookimpl = pluggy.HookimplMarker(PROJECT_NAME)
+
+REGISTRATION_HOOKS = ("register_background_sessions", "register_tools", "register_llms")
+"""Hooks called once per plugin when it loads; one that raises fails the plugin."""
+
+OBSERVER_HOOKS = ("session_started", "session_closed")
+"""Hooks called at each session start and close; one that raises is only logged."""
+
+
+@hookspec
+def register_background_sessions(register: Any) -> None:
+    """Register background sessions: call ``register(definition)`` for each
+    ``BackgroundDefinition`` (built with ``@backline.background``)."""
+
+
+@hookspec
+def register_tools(register: Any) -> None:
+    """Register function tools for the voice agent: call ``register(tool)`` with a
+    ``FunctionTool`` (``@backline.function_tool``) or a plain function (its type
+    hints and docstring become the schema)."""
+
+
+@hookspec
+def register_llms(register: Any) -> None:
+    """Register named LLM factories: call ``register(name, factory, description="")``.
+
+    ``factory(**options)`` returns an ``LLM``; the only option the CLI passes is
+    ``model`` (a model name, or absent). Import heavy client libraries inside the
+    factory, not at module level: plugins load on every ``backline`` start.
+    """
+
+
+@hookspec
+def register_commands(cli: Any) -> None:
+    """Add ``backline`` subcommands: ``cli`` is the root ``click.Group``
+    (``@cli.command()`` / ``cli.add_command``)."""
+
+
+@hookspec
+def session_started(session: Any) -> None:
+    """A ``Session`` started (its agent and background sessions are running).
+
+    An observer: it runs synchronously, must not block, and one that raises is
+    logged and never stops the session.
+    """
+
+
+@hookspec
+def session_closed(session: Any) -> None:
+    """A started ``Session`` closed. An observer, like ``session_started``."""
