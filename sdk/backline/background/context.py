@@ -80,6 +80,11 @@ class BackgroundContext:
         so a correction split into several sends can run as one turn."""
         return self._runtime.iterate(batch=True)
 
+    @property
+    def waiting(self) -> int:
+        """How many messages wait, not yet read (``pending()`` takes them)."""
+        return self._runtime.waiting
+
     def pending(self) -> list[str]:
         """Take the messages waiting right now (possibly none), oldest first."""
         return self._runtime.take_pending()

@@ -144,6 +144,11 @@ class BackgroundRuntime:
         except Exception:
             logger.exception("background session %r: interrupt callback failed", self.definition.id)
 
+    @property
+    def waiting(self) -> int:
+        """How many messages wait in the inbox, not yet read."""
+        return len(self._inbox)
+
     def take_pending(self) -> list[str]:
         items = list(self._inbox)
         self._inbox.clear()

@@ -313,7 +313,7 @@ class BackgroundDriver:
     def _settled(self) -> bool:
         # The inbox length has no public accessor; ``ctx.pending()`` would consume it.
         return all(
-            rt.status in ("ended", "crashed", "closed") or (rt.status != "busy" and not rt._inbox)
+            rt.status in ("ended", "crashed", "closed") or (rt.status != "busy" and not rt.waiting)
             for rt in self._runtimes()
         )
 
