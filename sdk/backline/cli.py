@@ -29,6 +29,7 @@ from . import __version__
 from .plugins import PluginError, PluginManager, UnknownNameError
 
 if TYPE_CHECKING:
+    from .background.definition import BackgroundDefinition
     from .plugins import PluginInfo
     from .voice.agent import Agent
     from .voice.session import Session
@@ -191,7 +192,7 @@ def build_session(
         llm = manager.llm(options.llm, **llm_options)
     except UnknownNameError as e:
         raise click.BadParameter(str(e), param_hint="'--llm'") from None
-    agent = _make_agent(options)
+    agent = _make_agent(options, backgrounds)
     manager.activate()
     session: Session[Any] = Session(
         llm, tools=manager.tools(), background=backgrounds, **session_kwargs
@@ -199,11 +200,18 @@ def build_session(
     return session, agent
 
 
-def _make_agent(options: SessionOptions) -> Agent:
+def default_instructions(backgrounds: Sequence[BackgroundDefinition]) -> str:
+    """The default voice agent's instructions, with each background's own guidance."""
+    parts = [DEFAULT_INSTRUCTIONS]
+    parts += [d.voice_instructions for d in backgrounds if d.voice_instructions]
+    return "\n\n".join(parts)
+
+
+def _make_agent(options: SessionOptions, backgrounds: Sequence[BackgroundDefinition]) -> Agent:
     from .voice.agent import Agent
 
     if options.agent is None:
-        return Agent(options.instructions or DEFAULT_INSTRUCTIONS)
+        return Agent(options.instructions or default_instructions(backgrounds))
     module_name, _, attr = options.agent.partition(":")
     if not module_name or not attr:
         raise click.BadParameter("expected MODULE:CLASS", param_hint="'--agent'")
@@ -315,7 +323,49 @@ def new_plugin(name: str, directory: str) -> None:
     )
 
 
-BUILTIN_COMMANDS: list[click.Command] = [plugins_command, install, uninstall, new_plugin]
+# -- front ends -----------------------------------------------------------------------------
+def preflight(options: SessionOptions, environ: Any = None) -> None:
+    """Fail early, with what to do, when the chosen LLM cannot work."""
+    env = os.environ if environ is None else environ
+    if options.llm == "anthropic" and not (
+        env.get("ANTHROPIC_API_KEY") or env.get("ANTHROPIC_AUTH_TOKEN")
+    ):
+        raise click.ClickException(
+            "ANTHROPIC_API_KEY is not set, so the voice agent cannot reach Claude. "
+            "Set it (export ANTHROPIC_API_KEY=sk-ant-...), or choose another LLM with "
+            "--llm (see `backline plugins --all`)."
+        )
+
+
+def run_console_command(
+    ctx: click.Context | None, options: SessionOptions, *, plain: bool = False
+) -> None:
+    """Build the session from ``options`` and run the text console until the user quits."""
+    import asyncio
+
+    from .io.console import run_console
+
+    preflight(options)
+    manager = plugin_manager(ctx)
+    session, agent = build_session(manager, options)
+    names = ", ".join(session.background.sorted_ids()) if session.background else "none"
+    banner = f"backline console (background sessions: {names}). /quit or Ctrl-D to leave."
+    try:
+        asyncio.run(run_console(session, agent, rich=False if plain else None, banner=banner))
+    except KeyboardInterrupt:  # pragma: no cover - a second Ctrl-C during close
+        pass
+
+
+@click.command("console")
+@session_options
+@click.option("--plain", is_flag=True, help="Plain lines (no prompt toolkit), e.g. for logs.")
+@click.pass_context
+def console(ctx: click.Context, session_options: SessionOptions, plain: bool) -> None:
+    """Talk to the voice agent in the terminal, in text, with live background state."""
+    run_console_command(ctx, session_options, plain=plain)
+
+
+BUILTIN_COMMANDS: list[click.Command] = [plugins_command, install, uninstall, new_plugin, console]
 """The built-in commands (``console`` and ``web`` join them here)."""
 
 

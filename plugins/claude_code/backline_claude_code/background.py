@@ -5,6 +5,7 @@ from __future__ import annotations
 from backline import BackgroundContext, BackgroundDefinition, background
 
 from .config import ClaudeCodeConfig
+from .prompts import VOICE_INSTRUCTIONS
 from .worker import ClaudeCodeWorker, ClientFactory
 
 BACKGROUND_ID = "claude_code"
@@ -27,7 +28,12 @@ def claude_code_background(
     (``ClaudeCodeConfig.from_env()``), read when the session starts.
     ``client_factory(options)`` replaces ``ClaudeSDKClient(options)`` (for tests)."""
 
-    @background(BACKGROUND_ID, description=DESCRIPTION, interrupt_grace=interrupt_grace)
+    @background(
+        BACKGROUND_ID,
+        description=DESCRIPTION,
+        interrupt_grace=interrupt_grace,
+        voice_instructions=VOICE_INSTRUCTIONS,
+    )
     async def claude_code(ctx: BackgroundContext) -> None:
         cfg = config if config is not None else ClaudeCodeConfig.from_env()
         await ClaudeCodeWorker(ctx, cfg, client_factory=client_factory).run()

@@ -165,6 +165,7 @@ class BackgroundDefinition:
     entrypoint: Entrypoint
     interrupt_grace: float = 2.0
     _handling: tuple[tuple[str, Any], ...] | None = field(default=None, repr=False)
+    voice_instructions: str | None = None
 
     def __post_init__(self) -> None:
         validate_definition(self)
@@ -187,6 +188,9 @@ def validate_definition(definition: Any) -> None:
     _check_entrypoint(definition.entrypoint)
     if not isinstance(definition.description, str) or not definition.description.strip():
         raise ValueError("background session description must be non-empty")
+    guidance = definition.voice_instructions
+    if guidance is not None and (not isinstance(guidance, str) or not guidance.strip()):
+        raise ValueError("voice_instructions must be a non-blank string, or None")
     grace = definition.interrupt_grace
     if isinstance(grace, bool) or not isinstance(grace, int | float) or grace < 0:
         raise ValueError("interrupt_grace must be a number of seconds >= 0")
@@ -198,11 +202,15 @@ def background(
     description: str | None = None,
     interrupt_grace: float = 2.0,
     handling: HandlingOptions | None = None,
+    voice_instructions: str | None = None,
 ) -> Callable[[Entrypoint], BackgroundDefinition]:
     """Define a background session named ``name`` from an async entrypoint.
 
     The entrypoint takes one ``BackgroundContext``. The description (what the
     voice agent reads in its tools) falls back to the entrypoint's docstring.
+    ``voice_instructions`` is optional guidance for the voice agent on working
+    with this background; front ends that build a default agent (``backline
+    console``, ``backline web``) add it to the agent's instructions.
     """
     _check_name(name)
     snapshot = validate_handling(handling, where=f"@background({name!r})")
@@ -216,6 +224,7 @@ def background(
             entrypoint=entrypoint,
             interrupt_grace=interrupt_grace,
             _handling=None if snapshot is None else tuple(snapshot.items()),
+            voice_instructions=voice_instructions,
         )
 
     return decorate
