@@ -17,6 +17,7 @@ demo: $(STAMP)
 	$(BIN)/python examples/coding_agents/demo.py
 
 test: lint
+	@command -v chromium >/dev/null 2>&1 || echo "make test: no Chromium found: the web browser tests will be skipped (apt-get install chromium)"
 	$(BIN)/python -m pytest -q
 
 lint: $(STAMP)
@@ -26,7 +27,7 @@ lint: $(STAMP)
 
 bench: $(STAMP)
 	@mkdir -p bench/results
-	@for f in bench/*.py; do [ -e "$$f" ] || continue; echo "== $$f"; $(BIN)/python "$$f" || exit 1; done
+	@for f in bench/[!_]*.py; do [ -e "$$f" ] || continue; echo "== $$f"; $(BIN)/python "$$f" || exit 1; done
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache

@@ -365,7 +365,28 @@ def console(ctx: click.Context, session_options: SessionOptions, plain: bool) ->
     run_console_command(ctx, session_options, plain=plain)
 
 
-BUILTIN_COMMANDS: list[click.Command] = [plugins_command, install, uninstall, new_plugin, console]
+def build_web_session(options: SessionOptions) -> tuple[Session[Any], Agent]:
+    """A fresh session for one browser tab (``backline web`` calls it per tab)."""
+    preflight(options)
+    return build_session(plugin_manager(), options)
+
+
+def _web_command() -> click.Command:
+    from .io.web import build_web_command  # cheap: the server loads on first use
+
+    return build_web_command(session_options, build_web_session)
+
+
+web = _web_command()
+
+BUILTIN_COMMANDS: list[click.Command] = [
+    plugins_command,
+    install,
+    uninstall,
+    new_plugin,
+    console,
+    web,
+]
 """The built-in commands (``console`` and ``web`` join them here)."""
 
 

@@ -18,6 +18,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, TextIO
 
 from ..voice.io import TextOutput
+from ._view import NOTE_WIDTH, shorten, speaker_label, summarize_state
 
 if TYPE_CHECKING:
     from ..voice.agent import Agent
@@ -30,30 +31,6 @@ STATUS_EVENTS: tuple[Any, ...] = (
     "background_state",
     "background_status",
 )
-NOTE_WIDTH = 160
-
-
-def summarize_state(state: Any, width: int = 70) -> str:
-    """One readable line for a background's state (Claude Code's dict shape or any value)."""
-    if isinstance(state, dict):
-        parts: list[str] = []
-        if state.get("status"):
-            parts.append(str(state["status"]))
-        recent = state.get("recent_activity")
-        if isinstance(recent, list) and recent:
-            parts.append(str(recent[-1]))
-        elif state.get("phase"):
-            parts.append(str(state["phase"]))
-        files = state.get("files_changed")
-        if isinstance(files, list) and files:
-            parts.append(f"{len(files)} file{'s' if len(files) != 1 else ''} changed")
-        text = " · ".join(parts) if parts else ", ".join(f"{k}={v}" for k, v in state.items())
-    elif state is None:
-        text = "null"
-    else:
-        text = str(state)
-    text = " ".join(text.split())
-    return text if len(text) <= width else text[: width - 1] + "…"
 
 
 class ConsoleView:
@@ -86,8 +63,7 @@ class ConsoleView:
             self.backgrounds[ev.background_id] = ev.status
 
     def speaker(self, speech_id: str) -> str:
-        source = self._sources.get(speech_id, "")
-        return "agent (update)" if source in ("background_reply", "tool_reply") else "agent"
+        return speaker_label(self._sources.get(speech_id))
 
     def status_line(self) -> str:
         s = self.session
@@ -178,9 +154,7 @@ async def run_console(
 def _note_printer(view: ConsoleView, emit: Callable[[str], None]) -> Callable[[Any], None]:
     def on_message(ev: Any) -> None:
         if ev.silent:
-            text = " ".join(ev.content.split())
-            if len(text) > NOTE_WIDTH:
-                text = text[: NOTE_WIDTH - 1] + "…"
+            text = shorten(ev.content, NOTE_WIDTH)
             emit(f"  · {ev.background_id} (context only): {text}\n")
 
     return on_message

@@ -1,0 +1,48 @@
+"""View rules shared by the front ends (console, web): how state and speakers read."""
+
+from __future__ import annotations
+
+from typing import Any
+
+UPDATE_SOURCES = frozenset({"background_reply", "tool_reply"})
+"""Speech sources that relay work done in the background (shown as updates)."""
+
+NOTE_WIDTH = 160
+
+
+def summarize_state(state: Any, width: int = 70) -> str:
+    """One readable line for a background's state (Claude Code's dict shape or any value)."""
+    if isinstance(state, dict):
+        parts: list[str] = []
+        if state.get("status"):
+            parts.append(str(state["status"]))
+        recent = state.get("recent_activity")
+        if isinstance(recent, list) and recent:
+            parts.append(str(recent[-1]))
+        elif state.get("phase"):
+            parts.append(str(state["phase"]))
+        files = state.get("files_changed")
+        if isinstance(files, list) and files:
+            parts.append(f"{len(files)} file{'s' if len(files) != 1 else ''} changed")
+        text = " · ".join(parts) if parts else ", ".join(f"{k}={v}" for k, v in state.items())
+    elif state is None:
+        text = "null"
+    else:
+        text = str(state)
+    return shorten(text, width)
+
+
+def shorten(text: str, width: int) -> str:
+    """Collapse whitespace and cut to ``width`` characters (with an ellipsis)."""
+    text = " ".join(text.split())
+    return text if len(text) <= width else text[: width - 1] + "…"
+
+
+def is_update(source: str | None) -> bool:
+    """Whether a speech with this source relays background work (an update)."""
+    return source in UPDATE_SOURCES
+
+
+def speaker_label(source: str | None) -> str:
+    """How the agent is labelled for a speech of this source."""
+    return "agent (update)" if is_update(source) else "agent"

@@ -1,0 +1,95 @@
+"""``backline web``: the click command, built from the CLI's shared session options."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+import click
+
+if TYPE_CHECKING:
+    from ...voice.agent import Agent
+    from ...voice.session import Session
+
+WEB_HELP = """Talk to the voice agent in your browser, by voice or text.
+
+Serves a local page (speech recognition and speech synthesis are the
+browser's own; no speech keys needed) and prints its URL with a random access
+token. Each browser tab is its own conversation; closing the tab ends it.
+Ctrl-C stops the server. See docs/web.md, including what the browser does
+with your audio.
+"""
+
+
+def build_web_command(
+    session_options: Callable[[Callable[..., Any]], Callable[..., Any]],
+    build_session: Callable[[Any], tuple[Session[Any], Agent]],
+    *,
+    name: str = "web",
+) -> click.Command:
+    """The ``web`` command.
+
+    ``session_options`` is the CLI's decorator that adds ``--background``,
+    ``--llm``, ``--instructions``, ``--agent`` ... and passes ``session_options=``
+    to the command; ``build_session(options)`` builds one unstarted session and its
+    agent from them (it is called once at start, so bad options fail before the
+    server starts, then once for every new tab).
+    """
+
+    @click.command(name, help=WEB_HELP)
+    @click.option(
+        "--host",
+        default="127.0.0.1",
+        show_default=True,
+        help="Address to listen on. Anything but loopback is reachable by others: "
+        "see docs/web.md before changing it.",
+    )
+    @click.option(
+        "--port",
+        type=click.IntRange(0, 65535),
+        default=0,
+        show_default=True,
+        help="Port to listen on (0: any free port).",
+    )
+    @click.option("--open", "open_browser", is_flag=True, help="Open the page in the browser.")
+    @click.option(
+        "--token",
+        envvar="BACKLINE_WEB_TOKEN",
+        metavar="TOKEN",
+        help="Access token (default: a new random one at every start).",
+    )
+    @click.option(
+        "--max-tabs",
+        type=click.IntRange(min=1),
+        default=None,
+        help="How many conversations (tabs) may run at once (default: 8).",
+    )
+    @session_options
+    def web(
+        session_options: Any,
+        host: str,
+        port: int,
+        open_browser: bool,
+        token: str | None,
+        max_tabs: int | None,
+    ) -> None:
+        from .server import DEFAULT_MAX_TABS, serve_web
+
+        first = [build_session(session_options)]  # bad options fail here, before serving
+
+        def factory() -> tuple[Session[Any], Agent]:
+            return first.pop() if first else build_session(session_options)
+
+        asyncio.run(
+            serve_web(
+                factory,
+                host=host,
+                port=port,
+                token=token,
+                open_browser=open_browser,
+                max_tabs=max_tabs or DEFAULT_MAX_TABS,
+            )
+        )
+
+    return web

@@ -1,0 +1,223 @@
+"""The web front end's WebSocket protocol, version 1: JSON text messages both ways.
+
+Every message is an object with a ``type``. The client connects to
+``/ws?token=TOKEN`` offering the subprotocol ``backline.v1`` (a client that
+offers none is taken to speak version 1); the server's first message is
+``hello`` with ``protocol: 1``. See ``docs/web.md`` for the full reference.
+
+Server → client: ``hello``, ``agent_state``, ``user_state``, ``segment_start``,
+``segment_text``, ``segment_end``, ``segment_clear``, ``transcript``,
+``background_state``, ``background_status``, ``error``, ``closed``.
+
+Client → server: ``user_turn``, ``user_started_speaking``,
+``user_stopped_speaking``, ``playout``, ``interrupt``.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any, Literal, TypeAlias
+
+PROTOCOL_VERSION = 1
+SUBPROTOCOL = f"backline.v{PROTOCOL_VERSION}"
+MAX_TURN_CHARS = 10_000
+MAX_MESSAGE_BYTES = 256 * 1024
+
+
+class ProtocolError(ValueError):
+    """A client message that does not follow the protocol (the connection stays open)."""
+
+
+# -- client → server ---------------------------------------------------------------------------
+@dataclass(frozen=True)
+class UserTurn:
+    """A final user turn: a final transcript, or typed text."""
+
+    text: str
+    type: Literal["user_turn"] = "user_turn"
+
+
+@dataclass(frozen=True)
+class UserStartedSpeaking:
+    """Voice activity began (barge-in: interrupts the agent when its speech allows it)."""
+
+    type: Literal["user_started_speaking"] = "user_started_speaking"
+
+
+@dataclass(frozen=True)
+class UserStoppedSpeaking:
+    type: Literal["user_stopped_speaking"] = "user_stopped_speaking"
+
+
+@dataclass(frozen=True)
+class Playout:
+    """How a segment's playout ended: the text spoken, and whether it was cut."""
+
+    segment: int
+    text: str
+    interrupted: bool
+    type: Literal["playout"] = "playout"
+
+
+@dataclass(frozen=True)
+class Interrupt:
+    """Stop the agent now (a stop button); speech that disallows interruptions goes on."""
+
+    type: Literal["interrupt"] = "interrupt"
+
+
+ClientMessage: TypeAlias = (
+    UserTurn | UserStartedSpeaking | UserStoppedSpeaking | Playout | Interrupt
+)
+
+
+def parse_client_message(raw: str | bytes) -> ClientMessage:
+    """Parse and validate one client message; raises ``ProtocolError`` saying what is wrong."""
+    if len(raw) > MAX_MESSAGE_BYTES:
+        raise ProtocolError(f"message too large (more than {MAX_MESSAGE_BYTES} bytes)")
+    try:
+        data = json.loads(raw)
+    except (ValueError, UnicodeDecodeError) as e:
+        raise ProtocolError(f"not JSON: {e}") from None
+    if not isinstance(data, dict):
+        raise ProtocolError("a message must be a JSON object with a 'type'")
+    kind = data.get("type")
+    if kind == "user_turn":
+        text = _field(data, "text", str).strip()
+        if not text:
+            raise ProtocolError("user_turn: 'text' is empty")
+        if len(text) > MAX_TURN_CHARS:
+            raise ProtocolError(f"user_turn: 'text' is longer than {MAX_TURN_CHARS} characters")
+        return UserTurn(text=text)
+    if kind == "user_started_speaking":
+        return UserStartedSpeaking()
+    if kind == "user_stopped_speaking":
+        return UserStoppedSpeaking()
+    if kind == "playout":
+        segment = _field(data, "segment", int)
+        if isinstance(segment, bool) or segment < 1:
+            raise ProtocolError("playout: 'segment' must be a positive integer")
+        return Playout(
+            segment=segment,
+            text=_field(data, "text", str),
+            interrupted=_field(data, "interrupted", bool),
+        )
+    if kind == "interrupt":
+        return Interrupt()
+    known = "user_turn, user_started_speaking, user_stopped_speaking, playout, interrupt"
+    raise ProtocolError(f"unknown message type {kind!r}; known: {known}")
+
+
+def _field(data: dict[str, Any], name: str, kind: type[Any]) -> Any:
+    value = data.get(name)
+    if not isinstance(value, kind) or (kind is int and isinstance(value, bool)):
+        raise ProtocolError(f"{data.get('type')}: '{name}' must be a {kind.__name__}")
+    return value
+
+
+# -- server → client ---------------------------------------------------------------------------
+ServerMessage: TypeAlias = dict[str, Any]
+
+
+def hello(
+    *,
+    session_id: str,
+    agent_state: str,
+    user_state: str,
+    backgrounds: list[dict[str, Any]],
+) -> ServerMessage:
+    """The first message: the protocol version and a snapshot of the session."""
+    return {
+        "type": "hello",
+        "protocol": PROTOCOL_VERSION,
+        "session_id": session_id,
+        "agent_state": agent_state,
+        "user_state": user_state,
+        "backgrounds": backgrounds,
+    }
+
+
+def background_entry(
+    background_id: str, description: str, status: str, state: Any, summary: str | None
+) -> dict[str, Any]:
+    """One background in ``hello``: its id, description, status and last state."""
+    return {
+        "id": background_id,
+        "description": description,
+        "status": status,
+        "state": state,
+        "summary": summary,
+    }
+
+
+def agent_state(state: str) -> ServerMessage:
+    return {"type": "agent_state", "state": state}
+
+
+def user_state(state: str) -> ServerMessage:
+    return {"type": "user_state", "state": state}
+
+
+def segment_start(
+    segment: int, speech_id: str, source: str | None, background_id: str | None
+) -> ServerMessage:
+    """The agent starts a unit of output: speak its text as it streams in."""
+    return {
+        "type": "segment_start",
+        "segment": segment,
+        "speech_id": speech_id,
+        "source": source,
+        "background_id": background_id,
+    }
+
+
+def segment_text(segment: int, text: str) -> ServerMessage:
+    return {"type": "segment_text", "segment": segment, "text": text}
+
+
+def segment_end(segment: int) -> ServerMessage:
+    """No more text: finish speaking, then report ``playout``."""
+    return {"type": "segment_end", "segment": segment}
+
+
+def segment_clear(segment: int) -> ServerMessage:
+    """Stop speaking now, then report ``playout`` with what was spoken."""
+    return {"type": "segment_clear", "segment": segment}
+
+
+def transcript(kind: str, item_id: str, text: str, **fields: Any) -> ServerMessage:
+    """A transcript entry: ``user``, ``agent``, ``background``, ``tool`` or ``handoff``."""
+    return {"type": "transcript", "kind": kind, "id": item_id, "text": text, **fields}
+
+
+def background_state(background_id: str, state: Any, summary: str) -> ServerMessage:
+    return {
+        "type": "background_state",
+        "background_id": background_id,
+        "state": state,
+        "summary": summary,
+    }
+
+
+def background_status(background_id: str, status: str, error: str | None) -> ServerMessage:
+    return {
+        "type": "background_status",
+        "background_id": background_id,
+        "status": status,
+        "error": error,
+    }
+
+
+def error(message: str, *, source: str, recoverable: bool = True) -> ServerMessage:
+    return {"type": "error", "message": message, "source": source, "recoverable": recoverable}
+
+
+def closed(reason: str) -> ServerMessage:
+    """The session ended (the server is shutting down, or it failed); the socket closes next."""
+    return {"type": "closed", "reason": reason}
+
+
+def encode(message: ServerMessage) -> str:
+    """JSON text for a server message (values that are not JSON become strings)."""
+    return json.dumps(message, ensure_ascii=False, default=str, separators=(",", ":"))

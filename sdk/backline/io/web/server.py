@@ -1,0 +1,383 @@
+"""The web front end's server: the page, its assets and one WebSocket per tab (Starlette on
+uvicorn), behind a random access token.
+
+``WebServer`` is the server as an async context manager (tests, embedding);
+``serve_web`` runs one until Ctrl-C, printing the URL as notebook servers do.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import functools
+import html
+import inspect
+import ipaddress
+import itertools
+import logging
+import secrets
+import signal
+import socket
+import sys
+import webbrowser
+from collections.abc import AsyncIterator, Awaitable, Callable
+from importlib import resources
+from typing import TYPE_CHECKING, Any, TextIO, TypeAlias
+from urllib.parse import parse_qs, quote
+
+import uvicorn
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import PlainTextResponse, Response
+from starlette.routing import Route, WebSocketRoute
+from starlette.types import ASGIApp, Receive, Scope, Send
+from starlette.websockets import WebSocket
+
+from . import protocol
+from ._tab import CLOSE_TIMEOUT, WebTab
+
+if TYPE_CHECKING:
+    from ...voice.agent import Agent
+    from ...voice.session import Session
+
+logger = logging.getLogger("backline")
+
+TabFactory: TypeAlias = Callable[
+    [], "tuple[Session[Any], Agent] | Awaitable[tuple[Session[Any], Agent]]"
+]
+"""Builds one tab's unstarted session and its first agent (called once per tab)."""
+
+DEFAULT_MAX_TABS = 8
+STATIC_TYPES = {
+    "app.css": "text/css; charset=utf-8",
+    "app.js": "text/javascript; charset=utf-8",
+    "speech.js": "text/javascript; charset=utf-8",
+}
+SECURITY_HEADERS = {
+    "Content-Security-Policy": (
+        "default-src 'none'; script-src 'self'; style-src 'self'; connect-src 'self'; "
+        "img-src 'self' data:; base-uri 'none'; form-action 'none'; frame-ancestors 'none'"
+    ),
+    "Referrer-Policy": "no-referrer",
+    "X-Content-Type-Options": "nosniff",
+    "Cache-Control": "no-store",
+    "Permissions-Policy": "microphone=(self)",
+}
+FORBIDDEN = (
+    "403 Forbidden: this backline web server needs its access token. Open the URL it "
+    "printed at start (…/?token=…).\n"
+)
+
+
+def is_loopback(host: str) -> bool:
+    """Whether ``host`` names only this machine (``localhost``, 127.0.0.0/8, ``::1``)."""
+    if host.lower() == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False
+
+
+class _TokenGate:
+    """ASGI middleware: every HTTP request and WebSocket needs ``?token=`` (else 403)."""
+
+    def __init__(self, app: ASGIApp, token: str) -> None:
+        self._app = app
+        self._token = token.encode()
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] in ("http", "websocket"):
+            query = parse_qs(scope.get("query_string", b"").decode("latin-1"))
+            given = query.get("token", [""])[0].encode()
+            if not secrets.compare_digest(given, self._token):
+                if scope["type"] == "http":
+                    response = PlainTextResponse(FORBIDDEN, 403, headers=SECURITY_HEADERS)
+                    await response(scope, receive, send)
+                else:  # closing before the handshake answers 403
+                    await send({"type": "websocket.close", "code": 1008})
+                return
+        await self._app(scope, receive, send)
+
+
+class _QuietServer(uvicorn.Server):
+    """uvicorn without its own signal handling: ``serve_web`` owns Ctrl-C."""
+
+    @contextlib.contextmanager
+    def capture_signals(self) -> Any:
+        yield
+
+
+class WebServer:
+    """Serves the page and one session per tab; ``async with`` runs and stops it.
+
+    ``factory()`` builds each tab's unstarted session and agent (it may be async).
+    The URL (``url``) carries the token; requests without it get 403. At most
+    ``max_tabs`` tabs run at once; closing a tab closes its session (bounded), and
+    leaving the context closes every session.
+    """
+
+    def __init__(
+        self,
+        factory: TabFactory,
+        *,
+        host: str = "127.0.0.1",
+        port: int = 0,
+        token: str | None = None,
+        max_tabs: int = DEFAULT_MAX_TABS,
+    ) -> None:
+        if token is not None and not token:
+            raise ValueError("the access token must not be empty")
+        if max_tabs < 1:
+            raise ValueError("max_tabs must be at least 1")
+        self.host = host
+        self.token = token or secrets.token_urlsafe(24)
+        self.max_tabs = max_tabs
+        self._factory = factory
+        self._requested_port = port
+        self._port: int | None = None
+        self._tabs: set[WebTab] = set()
+        self._slots = 0
+        self._ids = itertools.count(1)
+        self._stopping = False
+        self._started = asyncio.Event()
+        self._server: _QuietServer | None = None
+        self._task: asyncio.Task[None] | None = None
+        self._page = _read_static("index.html").decode()
+        self.app: ASGIApp = _TokenGate(self._build_app(), self.token)
+
+    # -- public state ---------------------------------------------------------------------------
+    @property
+    def port(self) -> int:
+        if self._port is None:
+            raise RuntimeError("the server is not running")
+        return self._port
+
+    @property
+    def url(self) -> str:
+        """The page's URL, with the token (for a wildcard host, the loopback address)."""
+        host = self.host
+        if host in ("", "0.0.0.0"):
+            host = "127.0.0.1"
+        elif host == "::":
+            host = "::1"
+        if ":" in host and not host.startswith("["):
+            host = f"[{host}]"
+        return f"http://{host}:{self.port}/?token={quote(self.token, safe='')}"
+
+    @property
+    def tabs(self) -> list[WebTab]:
+        """The tabs connected now (each with its ``session``)."""
+        return list(self._tabs)
+
+    # -- lifecycle ------------------------------------------------------------------------------
+    async def __aenter__(self) -> WebServer:
+        await self.start()
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.aclose()
+
+    async def start(self) -> None:
+        """Bind the socket and start serving (returns once requests are accepted)."""
+        if self._task is not None:
+            raise RuntimeError("the server was already started")
+        sock = _bind(self.host, self._requested_port)
+        self._port = sock.getsockname()[1]
+        config = uvicorn.Config(
+            self.app,
+            log_level="warning",
+            access_log=False,  # the URLs carry the token
+            ws="websockets-sansio",
+            ws_max_size=protocol.MAX_MESSAGE_BYTES,
+            lifespan="on",
+            timeout_graceful_shutdown=int(CLOSE_TIMEOUT) + 2,
+        )
+        self._server = _QuietServer(config)
+        self._task = asyncio.create_task(self._server.serve(sockets=[sock]), name="backline web")
+        started = asyncio.ensure_future(self._started.wait())
+        await asyncio.wait({started, self._task}, return_when=asyncio.FIRST_COMPLETED)
+        if not started.done():
+            started.cancel()
+            sock.close()
+            await self._task  # raises what stopped it
+            raise RuntimeError("the web server stopped while starting")
+
+    async def wait(self, stop: asyncio.Event) -> None:
+        """Serve until ``stop`` is set (or the server fails, which raises)."""
+        if self._task is None:
+            raise RuntimeError("the server is not running")
+        stopped = asyncio.ensure_future(stop.wait())
+        try:
+            await asyncio.wait({stopped, self._task}, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            stopped.cancel()
+        if self._task.done():
+            self._task.result()
+
+    async def aclose(self) -> None:
+        """Stop accepting, close every tab's session (bounded) and stop the server."""
+        self._stopping = True
+        if self._server is not None and self._task is not None:
+            self._server.should_exit = True
+            try:
+                await asyncio.wait_for(asyncio.shield(self._task), CLOSE_TIMEOUT + 5)
+            except TimeoutError:
+                self._server.force_exit = True
+                self._task.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await self._task
+            except Exception:
+                logger.exception("web: the server failed")
+        # Tabs whose handlers uvicorn cancelled still own sessions.
+        tabs, self._tabs = list(self._tabs), set()
+        await asyncio.gather(*(tab.close_session() for tab in tabs))
+
+    # -- the app --------------------------------------------------------------------------------
+    def _build_app(self) -> Starlette:
+        @contextlib.asynccontextmanager
+        async def lifespan(app: Starlette) -> AsyncIterator[None]:
+            self._started.set()
+            yield
+
+        return Starlette(
+            routes=[
+                Route("/", self._index),
+                Route("/static/{name}", self._static),
+                WebSocketRoute("/ws", self._tab),
+            ],
+            lifespan=lifespan,
+        )
+
+    async def _index(self, request: Request) -> Response:
+        token = html.escape(quote(self.token, safe=""))
+        body = self._page.replace("{{token}}", token)
+        return Response(body, media_type="text/html; charset=utf-8", headers=SECURITY_HEADERS)
+
+    async def _static(self, request: Request) -> Response:
+        name = request.path_params["name"]
+        if name not in STATIC_TYPES:
+            return PlainTextResponse("404 Not Found\n", 404, headers=SECURITY_HEADERS)
+        return Response(_read_static(name), media_type=STATIC_TYPES[name], headers=SECURITY_HEADERS)
+
+    async def _tab(self, websocket: WebSocket) -> None:
+        offered = list(websocket.scope.get("subprotocols", []))
+        if offered and protocol.SUBPROTOCOL not in offered:
+            await websocket.accept()
+            await _refuse(
+                websocket,
+                f"unsupported protocol {', '.join(offered)}; this server speaks "
+                f"{protocol.SUBPROTOCOL}",
+                code=4002,
+            )
+            return
+        await websocket.accept(subprotocol=protocol.SUBPROTOCOL if offered else None)
+        if self._stopping:
+            await _refuse(websocket, "the server is shutting down", code=1001)
+            return
+        if self._slots >= self.max_tabs:
+            await _refuse(
+                websocket,
+                f"too many tabs: this server hosts at most {self.max_tabs} conversations at "
+                "once; close one and reload",
+                code=1013,
+            )
+            return
+        self._slots += 1  # taken before the factory runs, so a slow factory cannot overbook
+        try:
+            await self._serve_tab(websocket, f"tab-{next(self._ids)}")
+        finally:
+            self._slots -= 1
+
+    async def _serve_tab(self, websocket: WebSocket, tab_id: str) -> None:
+        try:
+            built = self._factory()
+            session, agent = await built if inspect.isawaitable(built) else built
+        except Exception as e:
+            logger.exception("web: building the session of %s failed", tab_id)
+            await _refuse(websocket, f"could not build the session: {e}", code=1011)
+            return
+        tab = WebTab(websocket, session, agent, tab_id)
+        self._tabs.add(tab)
+        try:
+            await tab.run()
+        finally:
+            self._tabs.discard(tab)
+
+
+async def _refuse(websocket: WebSocket, message: str, *, code: int) -> None:
+    with contextlib.suppress(Exception):
+        await websocket.send_text(
+            protocol.encode(protocol.error(message, source="server", recoverable=False))
+        )
+        await websocket.close(code)
+
+
+@functools.cache
+def _read_static(name: str) -> bytes:
+    return resources.files(__package__).joinpath("static", name).read_bytes()
+
+
+def _bind(host: str, port: int) -> socket.socket:
+    infos = socket.getaddrinfo(host or None, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)
+    family, kind, proto, _, address = infos[0]
+    sock = socket.socket(family, kind, proto)
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind(address)
+        sock.listen(128)
+        sock.setblocking(False)
+    except BaseException:
+        sock.close()
+        raise
+    return sock
+
+
+async def serve_web(
+    factory: TabFactory,
+    *,
+    host: str = "127.0.0.1",
+    port: int = 0,
+    token: str | None = None,
+    open_browser: bool = False,
+    max_tabs: int = DEFAULT_MAX_TABS,
+    ready: Callable[[WebServer], None] | None = None,
+    out: TextIO | None = None,
+) -> None:
+    """Serve the voice page until Ctrl-C (SIGINT) or SIGTERM; then close every session.
+
+    Prints the URL with its token (to ``out``, default stdout) and, with
+    ``open_browser``, opens it. Binding to a host other than loopback prints a
+    warning. ``ready(server)`` is called once requests are accepted.
+    """
+    out = out or sys.stdout
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    handled: list[signal.Signals] = []
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
+            loop.add_signal_handler(sig, stop.set)
+            handled.append(sig)
+    try:
+        async with WebServer(
+            factory, host=host, port=port, token=token, max_tabs=max_tabs
+        ) as server:
+            if not is_loopback(host):
+                print(
+                    f"backline web: WARNING: listening on {host}, not loopback: anyone who can "
+                    "reach this address and has the token can talk to your agents. Prefer "
+                    "127.0.0.1 behind a TLS reverse proxy (see docs/web.md).",
+                    file=out,
+                    flush=True,
+                )
+            print(f"backline web: open {server.url}", file=out, flush=True)
+            print("backline web: press Ctrl-C to stop", file=out, flush=True)
+            if ready is not None:
+                ready(server)
+            if open_browser:
+                await asyncio.to_thread(webbrowser.open, server.url)
+            await server.wait(stop)
+            print("backline web: closing…", file=out, flush=True)
+    finally:
+        for sig in handled:
+            loop.remove_signal_handler(sig)

@@ -1,0 +1,331 @@
+/* backline web: the page. Speaks protocol backline.v1 (docs/web.md) over one WebSocket. */
+"use strict";
+
+(function () {
+  const SUBPROTOCOL = "backline.v1";
+  const PROTOCOL = 1;
+  const $ = (id) => document.getElementById(id);
+  const token = new URLSearchParams(location.search).get("token") || "";
+  const transcript = $("transcript");
+  const live = new Map(); // segment → {li, text, source, backgroundId}
+  const cards = new Map(); // background id → card element
+  let ws = null;
+
+  // -- helpers ---------------------------------------------------------------------------------
+  function el(tag, className, text) {
+    const node = document.createElement(tag);
+    if (className) node.className = className;
+    if (text !== undefined && text !== null) node.textContent = String(text);
+    return node;
+  }
+
+  function send(message) {
+    if (ws !== null && ws.readyState === WebSocket.OPEN) ws.send(JSON.stringify(message));
+  }
+
+  function notify(text, sticky) {
+    const box = $("notice");
+    const p = el("p", sticky ? "sticky" : "transient", text);
+    box.appendChild(p);
+    box.hidden = false;
+    if (!sticky) {
+      setTimeout(() => {
+        p.remove();
+        box.hidden = box.childElementCount === 0;
+      }, 8000);
+    }
+  }
+
+  function setBadge(id, label, value) {
+    const badge = $(id);
+    badge.dataset.state = value;
+    badge.replaceChildren(document.createTextNode(label + ": "), el("b", null, value));
+  }
+
+  function scrollDown() {
+    const box = transcript.parentElement;
+    box.scrollTop = box.scrollHeight;
+    transcript.lastElementChild?.scrollIntoView({ block: "end" });
+  }
+
+  function agentLabel(source, backgroundId) {
+    if (source === "background_reply") return "agent · update from " + (backgroundId || "background");
+    if (source === "tool_reply") return "agent · tool update";
+    return "agent";
+  }
+
+  function entry(kind, label, text) {
+    const li = el("li", "entry " + kind);
+    li.appendChild(el("span", "who", label));
+    const body = el("span", "text", text);
+    li.appendChild(body);
+    transcript.appendChild(li);
+    scrollDown();
+    return li;
+  }
+
+  // -- speech ----------------------------------------------------------------------------------
+  const speaker = new window.BacklineSpeech.Speaker(onPlayout, onProgress);
+  speaker.onBlocked = () => notify("The browser blocked speech until you click the page: click anywhere, and replies will be spoken.", false);
+
+  const listener = new window.BacklineSpeech.Listener({
+    onSpeechStart: () => send({ type: "user_started_speaking" }),
+    onSpeechEnd: () => send({ type: "user_stopped_speaking" }),
+    onFinal: (text) => send({ type: "user_turn", text: text }),
+    onInterim: (text) => {
+      $("interim").textContent = text;
+      $("interim").hidden = !text;
+    },
+    onMode: (mode) => {
+      const mic = $("mic");
+      mic.setAttribute("aria-pressed", String(mode === "handsfree"));
+      mic.querySelector(".label").textContent =
+        mode === "handsfree" ? "Listening… (click to stop)" : "Start talking";
+      $("ptt").classList.toggle("held", mode === "ptt");
+    },
+    onError: (message) => notify(message, false),
+  });
+
+  function onPlayout(segment, text, interrupted) {
+    send({ type: "playout", segment: segment, text: text, interrupted: interrupted });
+    const seg = live.get(segment);
+    if (seg === undefined) return;
+    seg.li.classList.add("played");
+    if (interrupted) showCut(seg, text.length);
+  }
+
+  function onProgress(segment, chars) {
+    const seg = live.get(segment);
+    if (seg === undefined) return;
+    const body = seg.li.querySelector(".text");
+    body.replaceChildren(
+      el("span", "spoken", seg.text.slice(0, chars)),
+      el("span", "unspoken", seg.text.slice(chars)),
+    );
+  }
+
+  function showCut(seg, chars) {
+    const body = seg.li.querySelector(".text");
+    body.replaceChildren(el("span", "spoken", seg.text.slice(0, chars)), el("s", "cut", seg.text.slice(chars)));
+  }
+
+  // -- server messages -------------------------------------------------------------------------
+  const handlers = {
+    hello(m) {
+      if (m.protocol !== PROTOCOL) notify("This server speaks protocol " + m.protocol + "; this page speaks " + PROTOCOL + ". Reload the page.", true);
+      setBadge("agent-state", "agent", m.agent_state);
+      setBadge("user-state", "you", m.user_state);
+      $("backgrounds").replaceChildren();
+      if (m.backgrounds.length === 0) $("backgrounds").appendChild(el("p", "empty", "No background sessions."));
+      for (const b of m.backgrounds) {
+        card(b.id, b.description);
+        setStatus(b.id, b.status, null);
+        if (b.state !== null) renderState(b.id, b.state);
+      }
+    },
+    agent_state(m) { setBadge("agent-state", "agent", m.state); },
+    user_state(m) { setBadge("user-state", "you", m.state); },
+    segment_start(m) {
+      const li = entry("agent live", agentLabel(m.source, m.background_id), "");
+      if (m.source === "background_reply" || m.source === "tool_reply") li.classList.add("update");
+      li.dataset.segment = String(m.segment);
+      live.set(m.segment, { li: li, text: "", source: m.source });
+      speaker.start(m.segment);
+    },
+    segment_text(m) {
+      const seg = live.get(m.segment);
+      if (seg !== undefined) {
+        seg.text += m.text;
+        seg.li.querySelector(".text").appendChild(el("span", "unspoken", m.text));
+        scrollDown();
+      }
+      speaker.text(m.segment, m.text);
+    },
+    segment_end(m) { speaker.end(m.segment); },
+    segment_clear(m) { speaker.clear(m.segment); },
+    transcript(m) { addTranscript(m); },
+    background_state(m) { renderState(m.background_id, m.state); },
+    background_status(m) { setStatus(m.background_id, m.status, m.error); },
+    error(m) { notify((m.source ? m.source + ": " : "") + m.message, !m.recoverable); },
+    closed(m) { notify("The conversation ended (" + m.reason + "). Reload the page to start a new one.", true); },
+  };
+
+  function addTranscript(m) {
+    if (m.kind === "agent") {
+      const seg = m.segment !== null && m.segment !== undefined ? live.get(m.segment) : undefined;
+      let li;
+      if (seg !== undefined) {
+        li = seg.li;
+        live.delete(m.segment);
+        li.querySelector(".text").replaceChildren(document.createTextNode(m.text));
+      } else {
+        li = entry("agent", agentLabel(m.source, m.background_id), m.text);
+      }
+      li.classList.remove("live");
+      li.classList.add("final");
+      li.dataset.itemId = m.id;
+      if (m.source === "background_reply" || m.source === "tool_reply") li.classList.add("update");
+      if (m.interrupted) {
+        li.classList.add("interrupted");
+        li.appendChild(el("span", "mark", "interrupted"));
+      }
+      return;
+    }
+    let li;
+    if (m.kind === "user") li = entry("user", "you", m.text);
+    else if (m.kind === "background") {
+      li = m.silent
+        ? entry("background note", m.background_id + " · context note (not spoken)", m.text)
+        : entry("background", m.background_id + " → agent", m.text);
+    } else if (m.kind === "tool") li = entry("tool", "tool", m.text);
+    else if (m.kind === "handoff") li = entry("handoff", "handoff", m.text);
+    else return;
+    li.dataset.itemId = m.id;
+  }
+
+  // -- background cards ------------------------------------------------------------------------
+  function card(id, description) {
+    let c = cards.get(id);
+    if (c !== undefined) return c;
+    $("backgrounds").querySelector(".empty")?.remove();
+    c = el("article", "card");
+    c.dataset.background = id;
+    const head = el("header");
+    head.append(el("h3", null, id), el("span", "status", "starting"));
+    c.append(head, el("p", "description", description || ""), el("div", "state-body", "No state reported yet."));
+    $("backgrounds").appendChild(c);
+    cards.set(id, c);
+    return c;
+  }
+
+  function setStatus(id, status, error) {
+    const c = card(id, "");
+    const pill = c.querySelector(".status");
+    pill.textContent = status;
+    pill.dataset.status = status;
+    c.querySelector(".card-error")?.remove();
+    if (error) c.appendChild(el("p", "card-error", error));
+  }
+
+  const KNOWN_KEYS = ["status", "task", "error", "recent_activity", "files_changed", "last_task"];
+
+  function renderState(id, state) {
+    const box = card(id, "").querySelector(".state-body");
+    box.replaceChildren();
+    if (state === null || state === undefined) {
+      box.textContent = "null";
+    } else if (Array.isArray(state)) {
+      box.appendChild(list(state));
+    } else if (typeof state !== "object") {
+      box.appendChild(el("p", "value", state));
+    } else {
+      if (state.status) box.appendChild(el("p", "state-status", state.status));
+      if (state.task) box.appendChild(field("task", state.task));
+      if (state.error) box.appendChild(el("p", "state-error", state.error));
+      if (Array.isArray(state.recent_activity) && state.recent_activity.length) {
+        box.append(el("h4", null, "Recent activity"), list(state.recent_activity, "recent-activity"));
+      }
+      if (Array.isArray(state.files_changed) && state.files_changed.length) {
+        box.append(el("h4", null, "Files changed"), list(state.files_changed, "files-changed", "code"));
+      }
+      if (state.last_task) box.appendChild(field("last task", state.last_task));
+      for (const [key, value] of Object.entries(state)) {
+        if (KNOWN_KEYS.includes(key) || value === null || value === "") continue;
+        box.appendChild(field(key, value));
+      }
+    }
+  }
+
+  function field(label, value) {
+    const p = el("p", "field");
+    const text = typeof value === "object" ? JSON.stringify(value) : String(value);
+    p.append(el("span", "label", label + ": "), el("span", "value", text));
+    return p;
+  }
+
+  function list(items, className, itemTag) {
+    const ul = el("ul", className || null);
+    for (const item of items) {
+      const li = el("li");
+      const text = typeof item === "object" ? JSON.stringify(item) : String(item);
+      li.appendChild(itemTag ? el(itemTag, null, text) : document.createTextNode(text));
+      ul.appendChild(li);
+    }
+    return ul;
+  }
+
+  // -- connection ------------------------------------------------------------------------------
+  function connect() {
+    const scheme = location.protocol === "https:" ? "wss:" : "ws:";
+    ws = new WebSocket(scheme + "//" + location.host + "/ws?token=" + encodeURIComponent(token), [SUBPROTOCOL]);
+    ws.onopen = () => setBadge("connection", "server", "connected");
+    ws.onmessage = (ev) => {
+      let message;
+      try { message = JSON.parse(ev.data); } catch (e) { return; }
+      const handle = handlers[message.type];
+      if (handle) handle(message);
+    };
+    ws.onclose = (ev) => {
+      speaker.reset();
+      listener.stop();
+      setBadge("connection", "server", "disconnected");
+      notify("Disconnected from the server" + (ev.reason ? " (" + ev.reason + ")" : "") + ". Reload the page to start a new conversation.", true);
+    };
+  }
+
+  // -- controls --------------------------------------------------------------------------------
+  function setUp() {
+    if (!listener.supported) {
+      notify("This browser has no speech recognition, so you cannot talk to the agent here: type your messages below (Chrome, Edge and Safari recognise speech).", true);
+      $("mic").disabled = true;
+      $("ptt").disabled = true;
+    }
+    if (!speaker.supported) {
+      notify("This browser cannot speak (no speechSynthesis): replies are shown, not spoken.", true);
+      $("speak").checked = false;
+      $("speak").disabled = true;
+    } else {
+      window.speechSynthesis.cancel(); // a queue left over from before a reload
+    }
+    $("mic").addEventListener("click", () => {
+      if (listener.mode === "handsfree") listener.stop();
+      else listener.startHandsFree();
+    });
+    const ptt = $("ptt");
+    ptt.addEventListener("pointerdown", (ev) => { ev.preventDefault(); listener.pttDown(); });
+    for (const name of ["pointerup", "pointerleave", "pointercancel"]) {
+      ptt.addEventListener(name, () => listener.pttUp());
+    }
+    document.addEventListener("keydown", (ev) => {
+      if (ev.code === "Space" && !ev.repeat && !isTyping(ev.target) && listener.supported) {
+        ev.preventDefault();
+        listener.pttDown();
+      }
+    });
+    document.addEventListener("keyup", (ev) => {
+      if (ev.code === "Space" && !isTyping(ev.target) && listener.supported) {
+        ev.preventDefault(); // not also a click on the focused button
+        listener.pttUp();
+      }
+    });
+    $("speak").addEventListener("change", (ev) => speaker.setEnabled(ev.target.checked));
+    $("stop").addEventListener("click", () => send({ type: "interrupt" }));
+    $("text-form").addEventListener("submit", (ev) => {
+      ev.preventDefault();
+      const input = $("text");
+      const text = input.value.trim();
+      if (!text) return;
+      send({ type: "user_turn", text: text });
+      input.value = "";
+    });
+    window.addEventListener("pagehide", () => speaker.reset());
+  }
+
+  function isTyping(target) {
+    return target instanceof HTMLInputElement || target instanceof HTMLTextAreaElement ||
+      (target instanceof HTMLElement && target.isContentEditable);
+  }
+
+  setUp();
+  connect();
+})();
