@@ -75,3 +75,5 @@ settings.register_profile(
     suppress_health_check=[HealthCheck.too_slow],
 )
 settings.load_profile("default")
+
+from tests.background_kit import close_sessions  # noqa: E402, F401 - a shared fixture

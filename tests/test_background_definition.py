@@ -25,10 +25,7 @@ from backline import (
     background,
 )
 from backline.testing import ScriptedLLM, VirtualClock
-
-
-async def forever(ctx: BackgroundContext) -> None:
-    await asyncio.Event().wait()
+from tests.background_kit import forever
 
 
 def history_texts(session: Session[Any]) -> list[str]:

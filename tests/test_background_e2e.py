@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import AsyncIterator, Callable
+from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -25,34 +25,10 @@ from backline import (
     function_tool,
 )
 from backline.testing import ScriptedLLM, VirtualClock, text, tool_calls
+from tests.background_kit import ctx_of, user_messages
 from tests.conftest import Recorder
 
-
-@pytest.fixture(autouse=True)
-async def _close_sessions(
-    virtual_clock: VirtualClock, monkeypatch: pytest.MonkeyPatch
-) -> AsyncIterator[None]:
-    """Close every session a test made, even when it fails (bounded, on virtual time)."""
-    made: list[Session[Any]] = []
-    init = Session.__init__
-
-    def tracking_init(self: Session[Any], *args: Any, **kwargs: Any) -> None:
-        init(self, *args, **kwargs)
-        made.append(self)
-
-    monkeypatch.setattr(Session, "__init__", tracking_init)
-    yield
-    for session in made:
-        await session.aclose()
-
-
-def ctx_of(session: Session[Any], background_id: str) -> BackgroundContext:
-    assert session.background is not None
-    return session.background.context(background_id)
-
-
-def user_messages(ctx: ChatContext) -> list[ChatMessage]:
-    return [it for it in ctx.items if isinstance(it, ChatMessage) and it.role == "user"]
+pytestmark = pytest.mark.usefixtures("close_sessions")
 
 
 def send_call(background_id: str, content: str) -> tuple[str, dict[str, Any]]:

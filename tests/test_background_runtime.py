@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import AsyncIterator, Callable
+from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -19,45 +19,10 @@ from backline import (
     function_tool,
 )
 from backline.testing import ScriptedLLM, VirtualClock, text, tool_calls
+from tests.background_kit import ctx_of, deliver, worker
 from tests.conftest import Recorder
 
-
-@pytest.fixture(autouse=True)
-async def _close_sessions(
-    virtual_clock: VirtualClock, monkeypatch: pytest.MonkeyPatch
-) -> AsyncIterator[None]:
-    """Close every session a test made, even when it fails (bounded, on virtual time)."""
-    made: list[Session[Any]] = []
-    init = Session.__init__
-
-    def tracking_init(self: Session[Any], *args: Any, **kwargs: Any) -> None:
-        init(self, *args, **kwargs)
-        made.append(self)
-
-    monkeypatch.setattr(Session, "__init__", tracking_init)
-    yield
-    for session in made:
-        await session.aclose()
-
-
-async def forever(ctx: BackgroundContext) -> None:
-    await asyncio.Event().wait()
-
-
-worker = background("worker", description="Does work.")(forever)
-
-
-def ctx_of(session: Session[Any], background_id: str = "worker") -> BackgroundContext:
-    assert session.background is not None
-    return session.background.context(background_id)
-
-
-def deliver(session: Session[Any], content: str, background_id: str = "worker") -> None:
-    """What ``backline_send`` does once it has checked the id."""
-    assert session.background is not None
-    rt = session.background.runtime(background_id)
-    assert rt is not None
-    rt.deliver(content)
+pytestmark = pytest.mark.usefixtures("close_sessions")
 
 
 def notes(session: Session[Any]) -> list[str]:

@@ -5,16 +5,14 @@ through background sends (catalog §2B, §2C, §2E, §4: items 36–50, 57–59,
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Callable, Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import pytest
 
 from backline import (
     Agent,
-    BackgroundContext,
     ChatContext,
-    ChatMessage,
     InMemoryTextOutput,
     RunContext,
     Session,
@@ -22,7 +20,11 @@ from backline import (
     function_tool,
 )
 from backline.testing import ScriptedLLM, VirtualClock, tool_calls
+from tests.background_kit import ctx_of, forever, user_messages, worker
 from tests.conftest import Recorder
+
+pytestmark = pytest.mark.usefixtures("close_sessions")
+
 
 AT_TAIL = (
     "New updates arrived from background session `{}`. Tell the user about them "
@@ -34,29 +36,6 @@ MAYBE_COVERED = (
 )
 
 
-@pytest.fixture(autouse=True)
-async def _close_sessions(
-    virtual_clock: VirtualClock, monkeypatch: pytest.MonkeyPatch
-) -> AsyncIterator[None]:
-    """Close every session a test made, even when it fails (bounded, on virtual time)."""
-    made: list[Session[Any]] = []
-    init = Session.__init__
-
-    def tracking_init(self: Session[Any], *args: Any, **kwargs: Any) -> None:
-        init(self, *args, **kwargs)
-        made.append(self)
-
-    monkeypatch.setattr(Session, "__init__", tracking_init)
-    yield
-    for session in made:
-        await session.aclose()
-
-
-async def forever(ctx: BackgroundContext) -> None:
-    await asyncio.Event().wait()
-
-
-worker = background("worker", description="Does work.")(forever)
 first = background("first", description="x")(forever)
 second = background("second", description="x")(forever)
 
@@ -98,15 +77,6 @@ class First(Gated):
     async def transfer(self) -> Agent:
         """Transfer."""
         return Second()
-
-
-def ctx_of(session: Session[Any], background_id: str = "worker") -> BackgroundContext:
-    assert session.background is not None
-    return session.background.context(background_id)
-
-
-def user_messages(ctx: ChatContext) -> list[ChatMessage]:
-    return [it for it in ctx.items if isinstance(it, ChatMessage) and it.role == "user"]
 
 
 def reply_statuses(rec: Recorder) -> list[tuple[str, list[str]]]:
@@ -495,15 +465,6 @@ async def test_a_handoff_before_delivery_copies_the_items_onto_the_new_agent(
     assert item.id in llm.requests[2].chat_ctx  # a permanent insert, not a one-off copy
 
 
-HANDOFF_GAP = (
-    "voice/_activity.py: a finished speech that carries a handoff is marked done (its "
-    "_mark_done refreshes the session) before the scheduling loop calls "
-    "_request_handoff, so for one loop step current_speech is None and "
-    "_handoffs_pending is 0: the agent state blips to 'listening' and _is_idle() is true"
-)
-
-
-@pytest.mark.xfail(strict=True, reason=HANDOFF_GAP + "; a pending reply is voiced by the old agent")
 async def test_a_reply_owed_when_a_handoff_is_committed_is_voiced_by_the_new_agent(
     virtual_clock: VirtualClock,
 ) -> None:
@@ -524,7 +485,6 @@ async def test_a_reply_owed_when_a_handoff_is_committed_is_voiced_by_the_new_age
     assert history.index("agent_handoff") < len(history) - 1  # the reply follows it
 
 
-@pytest.mark.xfail(strict=True, reason=HANDOFF_GAP)
 async def test_no_listening_blip_between_a_handoff_speech_and_the_handoff(
     virtual_clock: VirtualClock,
 ) -> None:

@@ -23,6 +23,7 @@ from backline import (
     function_tool,
 )
 from backline.testing import ScriptedLLM, VirtualClock, text, tool_calls
+from tests.background_kit import ctx_of, forever
 from tests.conftest import Recorder
 
 SEND_INTRO = (
@@ -35,10 +36,6 @@ STATE_INTRO = (
     "now. Use it when the user asks about progress or status."
 )
 NO_STATE = "The background session has not reported any state yet."
-
-
-async def forever(ctx: BackgroundContext) -> None:
-    await asyncio.Event().wait()
 
 
 codex = background("codex", description="Edits code\n   in the   repository.")(forever)
@@ -64,11 +61,6 @@ async def started(*defs: Any, llm: ScriptedLLM | None = None, **kw: Any) -> Sess
     session: Session[Any] = Session(llm or ScriptedLLM(), background=list(defs), **kw)
     await session.start(Agent("Help."))
     return session
-
-
-def ctx_of(session: Session[Any], background_id: str) -> BackgroundContext:
-    assert session.background is not None
-    return session.background.context(background_id)
 
 
 # -- the tool list ------------------------------------------------------------------
