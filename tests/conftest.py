@@ -7,6 +7,7 @@ from typing import Any
 import pytest
 
 from backline import Session
+from backline.voice.events import EVENT_NAMES
 
 
 class Recorder:
@@ -14,22 +15,7 @@ class Recorder:
 
     def __init__(self, session: Session[Any]) -> None:
         self.events: list[Any] = []
-        for name in (
-            "agent_state_changed",
-            "user_state_changed",
-            "conversation_item_added",
-            "function_tools_executed",
-            "speech_created",
-            "agent_handoff",
-            "tool_updated",
-            "tool_reply",
-            "error",
-            "close",
-            "background_message",
-            "background_reply",
-            "background_state",
-            "background_status",
-        ):
+        for name in sorted(EVENT_NAMES):  # every event, in emission order
             session.on(name, self.events.append)  # type: ignore[arg-type]
 
     def of(self, kind: str) -> list[Any]:
