@@ -24,6 +24,7 @@ lint: $(STAMP)
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 	$(BIN)/mypy --strict
+	$(BIN)/mypy --strict plugins/claude_code/backline_claude_code
 
 bench: $(STAMP)
 	@mkdir -p bench/results
