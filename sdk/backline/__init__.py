@@ -5,6 +5,8 @@ The public API is re-exported here: the runtime (``Session``, ``Agent``,
 (``ChatContext``, ``function_tool``, ``ToolError`` ...), and background sessions.
 """
 
+from typing import TYPE_CHECKING, Any
+
 from .background import (
     UNSET,
     BackgroundContext,
@@ -32,7 +34,6 @@ from .llm import (
     function_tool,
     named_tool,
 )
-from .plugins import hookimpl
 from .voice import (
     Agent,
     AgentHandoffEvent,
@@ -61,7 +62,22 @@ from .voice import (
     UserStateChanged,
 )
 
+if TYPE_CHECKING:
+    from .plugins import hookimpl
+
 __version__ = "0.1.0"
+
+
+def __getattr__(name: str) -> Any:
+    # ``hookimpl`` is pluggy's marker: loaded on first use, so ``import backline``
+    # does not import pluggy (plugin modules, which use it, pay for it).
+    if name == "hookimpl":
+        from .plugins import hookimpl
+
+        globals()["hookimpl"] = hookimpl
+        return hookimpl
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
 
 __all__ = [
     "LLM",

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncGenerator, AsyncIterator, Sequence
+from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Sequence
 from dataclasses import dataclass
 from types import TracebackType
 from typing import Protocol, TypeAlias, runtime_checkable
@@ -51,6 +51,10 @@ class LLMError(Exception):
         self.status = status
 
 
+async def _exhausted() -> ChatChunk:
+    raise StopAsyncIteration
+
+
 class LLMStream:
     """A stream of chunks from one request.
 
@@ -67,10 +71,12 @@ class LLMStream:
     def __aiter__(self) -> AsyncIterator[ChatChunk]:
         return self
 
-    async def __anext__(self) -> ChatChunk:
+    def __anext__(self) -> Awaitable[ChatChunk]:
+        # The generator's own awaitable, not a coroutine wrapping it: one frame less
+        # per chunk (several per reply).
         if self._closed:
-            raise StopAsyncIteration
-        return await self._agen.__anext__()
+            return _exhausted()
+        return self._agen.__anext__()
 
     async def aclose(self) -> None:
         if not self._closed:

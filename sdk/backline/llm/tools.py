@@ -80,6 +80,7 @@ class FunctionTool:
         "_bound_to",
         "_context_param",
         "_converters",
+        "_fast_check",
         "_fn",
         "_raw",
         "_validator",
@@ -111,6 +112,7 @@ class FunctionTool:
         self._converters: dict[str, Converter] = dict(converters or {})
         self._raw = raw
         self._validator: Any = None
+        self._fast_check: Any = _UNCHECKED
         self._bound_to: Any = None
         functools.update_wrapper(self, fn)
 
@@ -161,6 +163,11 @@ class FunctionTool:
             raise ToolArgumentsError(
                 f"Invalid arguments for tool '{self.name}': expected a JSON object."
             )
+        fast = self._fast_check
+        if fast is _UNCHECKED:
+            fast = self._fast_check = _fast_checker(self.parameters)
+        if fast is not None and fast(data):
+            return data  # certainly valid: jsonschema would find no error
         if self._validator is None:
             from jsonschema import Draft202012Validator
 
@@ -193,6 +200,72 @@ class FunctionTool:
 
 def _ident(v: Any) -> Any:
     return v
+
+
+_UNCHECKED: Any = object()
+_ANNOTATION_KEYS = frozenset({"description", "title", "default", "examples"})
+_SIMPLE_TYPES: dict[str, Callable[[Any], bool]] = {
+    "string": lambda v: type(v) is str,
+    "integer": lambda v: type(v) is int,
+    "number": lambda v: type(v) is int or type(v) is float,
+    "boolean": lambda v: type(v) is bool,
+    "null": lambda v: v is None,
+}
+
+
+def _any_value(_: Any) -> bool:
+    return True
+
+
+def _fast_checker(schema: Any) -> Callable[[dict[str, Any]], bool] | None:
+    """A quick validity check for the flat object schemas ``@function_tool`` makes.
+
+    Validating with jsonschema costs about 17 µs per call, this check about 1 µs.
+    For an object whose properties are plain scalars (``string``, ``integer``,
+    ``number``, ``boolean``, ``null`` or anything), the returned check answers
+    True only when jsonschema would find no error; False means "ask jsonschema"
+    (which then reports the errors). ``None``: the schema uses something else,
+    always ask jsonschema.
+    """
+    if not isinstance(schema, dict) or schema.get("type") != "object":
+        return None
+    if set(schema) - {"type", "properties", "required", "additionalProperties", *_ANNOTATION_KEYS}:
+        return None
+    props = schema.get("properties", {})
+    required = schema.get("required", [])
+    closed = schema.get("additionalProperties", True)
+    if not isinstance(props, dict) or type(closed) is not bool:
+        return None
+    if not isinstance(required, list) or not all(type(r) is str for r in required):
+        return None
+    checks: dict[str, Callable[[Any], bool]] = {}
+    for key, sub in props.items():
+        if not isinstance(sub, dict) or set(sub) - {"type", *_ANNOTATION_KEYS}:
+            return None
+        kind = sub.get("type")
+        if kind is None:
+            checks[key] = _any_value
+        elif type(kind) is str and kind in _SIMPLE_TYPES:
+            checks[key] = _SIMPLE_TYPES[kind]
+        else:
+            return None
+    need = tuple(required)
+    reject_extra = not closed
+
+    def check(data: dict[str, Any]) -> bool:
+        for key in need:
+            if key not in data:
+                return False
+        for key, value in data.items():
+            ok = checks.get(key)
+            if ok is None:
+                if reject_extra:
+                    return False
+            elif not ok(value):
+                return False
+        return True
+
+    return check
 
 
 def _describe(error: Any) -> str:

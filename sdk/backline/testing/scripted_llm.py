@@ -205,13 +205,9 @@ class ScriptedLLM:
 def _chunks(content: str, size: int) -> list[str]:
     if size > 0:
         return [content[i : i + size] for i in range(0, len(content), size)]
-    parts: list[str] = []
-    word = ""
-    for ch in content:
-        word += ch
-        if ch == " ":
-            parts.append(word)
-            word = ""
-    if word:
-        parts.append(word)
+    # Word by word, each word keeping the space that follows it.
+    words = content.split(" ")
+    parts = [w + " " for w in words[:-1]]
+    if words[-1]:
+        parts.append(words[-1])
     return parts

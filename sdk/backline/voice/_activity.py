@@ -15,11 +15,11 @@ from ..llm.chat_context import ChatItem, ChatMessage, FunctionCall, FunctionCall
 from ..llm.llm import LLM, TextDelta, ToolCallChunk, Usage
 from ..llm.tools import FunctionTool, NamedToolChoice, ToolChoice
 from ._context import current_call, current_on_enter
-from ._tasks import Signal, TaskScope, cancel_and_wait
+from ._tasks import Signal, TaskScope, cancel_and_wait, first_completed
 from ._tool_runner import CANCELLED_OUTPUT, CallState, ToolOutcome
 from .agent import Agent, AgentTask
 from .events import ErrorEvent, FunctionToolsExecuted
-from .io import PlayoutResult
+from .io import PlayoutResult, TextOutput
 from .speech_handle import PRIORITY_NORMAL, SpeechHandle
 
 if TYPE_CHECKING:
@@ -209,7 +209,7 @@ class AgentActivity:
     def schedule(self, speech: SpeechHandle, work: SpeechWork) -> None:
         if self._closed:
             raise RuntimeError(f"{self.agent.label} is no longer active; cannot schedule speech")
-        speech._on_change = lambda: self._speech_changed(speech)
+        speech._on_change = self._speech_changed
         heapq.heappush(self._queue, (-speech.priority, next(_seq), speech, work))
         self.session._speech_created(speech)
         self._wake.notify()
@@ -267,10 +267,18 @@ class AgentActivity:
     async def _playout(self, speech: SpeechHandle) -> PlayoutResult:
         """Wait for the current output segment to play, or cut it if interrupted."""
         output = self.session.output
-        playout = asyncio.ensure_future(output.wait_for_playout())
-        interrupted = asyncio.ensure_future(speech._wait_interrupted())
+        playout: asyncio.Future[PlayoutResult]
+        own = output._playout
+        if own is not None and type(output).wait_for_playout is TextOutput.wait_for_playout:
+            # The default wait is a shield over this future: wait on it directly (and
+            # never cancel it), one task and several loop steps fewer per segment.
+            playout, owned = own, False
+        else:
+            playout, owned = asyncio.ensure_future(output.wait_for_playout()), True
+        interrupted = speech._interrupt_fut  # waited on directly: never cancel it
         try:
-            await asyncio.wait({playout, interrupted}, return_when=asyncio.FIRST_COMPLETED)
+            if not playout.done():
+                await first_completed(playout, interrupted)
             if playout.done():
                 return playout.result()
             output.clear()
@@ -285,8 +293,8 @@ class AgentActivity:
             output.clear()
             raise
         finally:
-            playout.cancel()
-            interrupted.cancel()
+            if owned:
+                playout.cancel()
 
     async def say_work(self, speech: SpeechHandle, text: str, add_to_chat_ctx: bool) -> None:
         started = time.time()
@@ -332,14 +340,18 @@ class AgentActivity:
             outcomes = await self._await_calls(step.calls, speech)
             outputs = [o.output for o in outcomes]
             self.record([o for o in outputs if o is not None], speech)
-            session.emit(
-                FunctionToolsExecuted(calls=[st.call for st in step.calls], outputs=outputs)
-            )
+            if session._wants("function_tools_executed"):
+                session.emit(
+                    FunctionToolsExecuted(calls=[st.call for st in step.calls], outputs=outputs)
+                )
             handoffs = [o.handoff for o in outcomes if o.handoff is not None]
             if handoffs:
                 if len(handoffs) > 1:
                     logger.warning("several tools handed off in one step; the last one wins")
                 speech._handoff = handoffs[-1]
+                # Owed from now on: the speech ends before the loop requests the
+                # handoff, and the agent must not blip to "listening" in between.
+                session._handoffs_pending += 1
                 return
             if speech.interrupted:
                 return
@@ -369,13 +381,13 @@ class AgentActivity:
             ctx.insert(ChatMessage(role="system", content=instructions))
         step = _Step()
         tool_list = [] if choice == "none" else list(tools.values())
-        consume = asyncio.ensure_future(
+        consume = asyncio.get_running_loop().create_task(
             self._consume(speech, ctx, tool_list, choice, tools, step, step_index)
         )
-        interrupted = asyncio.ensure_future(speech._wait_interrupted())
+        interrupted = speech._interrupt_fut  # waited on directly: never cancel it
         error: BaseException | None = None
         try:
-            await asyncio.wait({consume, interrupted}, return_when=asyncio.FIRST_COMPLETED)
+            await first_completed(consume, interrupted)
             if not consume.done():
                 await cancel_and_wait([consume], owner=str(self))
             elif consume.exception() is not None:
@@ -383,8 +395,6 @@ class AgentActivity:
         except asyncio.CancelledError:
             consume.cancel()
             raise
-        finally:
-            interrupted.cancel()
         if step.text:
             result = await self._playout(speech)
             if result.text or not result.interrupted:
@@ -454,25 +464,14 @@ class AgentActivity:
     async def _await_calls(self, calls: list[CallState], speech: SpeechHandle) -> list[ToolOutcome]:
         """Wait for each call to return or to post its first update; an interrupt
         cancels the calls still running (deferred ones keep going)."""
-        waiters: dict[CallState, asyncio.Future[Any]] = {}
-        for st in calls:
-            assert st.task is not None
-            parts: set[asyncio.Future[Any]] = {st.task, st.first_update}
-            waiters[st] = asyncio.ensure_future(
-                asyncio.wait(parts, return_when=asyncio.FIRST_COMPLETED)
+        interrupted = speech._interrupt_fut  # waited on directly: never cancel it
+        pending = [st for st in calls if not _settled(st)]
+        while pending and not interrupted.done():
+            await first_completed(
+                *(f for st in pending for f in (st.first_update, st.task) if f is not None),
+                interrupted,
             )
-        interrupted = asyncio.ensure_future(speech._wait_interrupted())
-        try:
-            pending = set(waiters.values())
-            while pending and not interrupted.done():
-                _, pending = await asyncio.wait(
-                    pending | {interrupted}, return_when=asyncio.FIRST_COMPLETED
-                )
-                pending.discard(interrupted)
-        finally:
-            interrupted.cancel()
-            for w in waiters.values():
-                w.cancel()
+            pending = [st for st in pending if not _settled(st)]
         outcomes: list[ToolOutcome] = []
         to_cancel: list[asyncio.Task[Any]] = []
         for st in calls:
@@ -502,6 +501,12 @@ class AgentActivity:
             return
         outcomes = await self._await_calls(calls, speech)
         self.record([o.output for o in outcomes if o.output is not None], speech)
+
+
+def _settled(st: CallState) -> bool:
+    """The call returned, or posted its first update (the reply can go on)."""
+    assert st.task is not None
+    return st.task.done() or st.first_update.done()
 
 
 def _error_output(call: FunctionCall, text: str) -> FunctionCallOutput:

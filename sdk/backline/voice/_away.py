@@ -51,6 +51,8 @@ class AwayTimer:
         return self._handle.when() if self._handle is not None else None
 
     def counting_holds(self) -> int:
+        if not self._holds:
+            return 0
         current = self._current_owner()
         return self._holds.get(None, 0) + (
             self._holds.get(current, 0) if current is not None else 0

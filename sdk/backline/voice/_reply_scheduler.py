@@ -76,7 +76,10 @@ class ReplyScheduler:
         """A reply is committed to follow: deliverable items are buffered or being taken."""
         if self._closed:
             return False
-        return self._taking > 0 or any(self._deliverable(p) for p in self._pending)
+        if self._taking > 0:
+            return True
+        # Asked on every refresh, usually with nothing pending: no generator then.
+        return bool(self._pending) and any(self._deliverable(p) for p in self._pending)
 
     def owes_reply_for(self, run: Any) -> bool:
         return not self._closed and (

@@ -92,6 +92,27 @@ async def _shielded_wait(
         raise
 
 
+async def first_completed(*futures: asyncio.Future[Any]) -> None:
+    """Wait until one of ``futures`` is done; never cancels them.
+
+    ``asyncio.wait(..., return_when=FIRST_COMPLETED)`` without its per-call set
+    building and coroutine checks (it runs several times per turn).
+    """
+    waiter: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+
+    def wake(_: asyncio.Future[Any]) -> None:
+        if not waiter.done():
+            waiter.set_result(None)
+
+    for f in futures:
+        f.add_done_callback(wake)
+    try:
+        await waiter
+    finally:
+        for f in futures:
+            f.remove_done_callback(wake)
+
+
 class Signal:
     """Wakes waiters whenever something they depend on changes; they re-check."""
 
@@ -101,6 +122,8 @@ class Signal:
         self._waiters: list[asyncio.Future[None]] = []
 
     def notify(self) -> None:
+        if not self._waiters:
+            return  # the common case: nobody waits (no list churn on every refresh)
         waiters, self._waiters = self._waiters, []
         for w in waiters:
             if not w.done():

@@ -124,8 +124,7 @@ class ToolRunner:
 
         def finished(_: asyncio.Task[ToolOutcome]) -> None:
             self.running.discard(state)
-            away.release_hold(state.activity)
-            self.session._refresh()
+            away.release_hold(state.activity)  # refreshes the session (AwayTimer._on_change)
 
         task.add_done_callback(finished)
         return state
@@ -137,17 +136,26 @@ class ToolRunner:
                 self.session._away.move_hold(old, new_owner)
 
     async def _run(self, state: CallState) -> ToolOutcome:
-        current_call.set(state)
-        run_ctx: RunContext[Any] = RunContext(
-            session=self.session, speech_handle=state.speech, function_call=state.call, state=state
-        )
+        token = current_call.set(state)
         try:
-            outcome = await self._invoke(state, run_ctx)
+            run_ctx: RunContext[Any] = RunContext(
+                session=self.session,
+                speech_handle=state.speech,
+                function_call=state.call,
+                state=state,
+            )
+            try:
+                outcome = await self._invoke(state, run_ctx)
+            finally:
+                run_ctx._detach()
+            if state.detached:
+                await self._finish_deferred(state, outcome)
+            return outcome
         finally:
-            run_ctx._detach()
-        if state.detached:
-            await self._finish_deferred(state, outcome)
-        return outcome
+            # The task's context must not keep the call alive once the tool is done:
+            # the call holds the task, so that would be a reference cycle (left to the
+            # garbage collector, whose passes then dominate with many sessions).
+            current_call.reset(token)
 
     async def _invoke(self, state: CallState, run_ctx: RunContext[Any]) -> ToolOutcome:
         call = state.call

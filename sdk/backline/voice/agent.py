@@ -129,7 +129,16 @@ class Agent:
 
     async def update_chat_ctx(self, chat_ctx: ChatContext) -> None:
         """Replace this agent's context (its instructions item is kept)."""
-        ctx = ChatContext(it for it in chat_ctx.items if it.id != INSTRUCTIONS_ID)
+        if type(chat_ctx) is ChatContext:
+            # Ids are unique in a context: drop the one instructions item by identity
+            # (C-speed list operations; the scheduler calls this on every insert).
+            items = list(chat_ctx.items)
+            old = chat_ctx.get(INSTRUCTIONS_ID)
+            if old is not None:
+                items.remove(old)
+            ctx = ChatContext(items)
+        else:
+            ctx = ChatContext(it for it in chat_ctx.items if it.id != INSTRUCTIONS_ID)
         self._chat_ctx = ctx
         self._set_instructions_item()
 

@@ -214,6 +214,10 @@ class Session(Generic[UserdataT]):
             self._active_run._on_event(event)
         self._emitter.emit(event)
 
+    def _wants(self, name: EventName) -> bool:
+        """Whether an event would reach anyone: hot paths skip building it otherwise."""
+        return self._active_run is not None or self._emitter.has_listeners(name)
+
     # -- lifecycle --------------------------------------------------------------
     async def __aenter__(self) -> Session[UserdataT]:
         return self
@@ -409,12 +413,16 @@ class Session(Generic[UserdataT]):
                 msg = ChatMessage(role="user", content=text)
                 if run is not None:
                     run._input_ids.add(msg.id)
-                turn_ctx = activity.agent.chat_ctx.copy()
-                try:
-                    await activity.agent.on_user_turn_completed(turn_ctx, msg)
-                except StopResponse:
-                    activity.record([msg], None)
-                    return
+                hook = activity.agent.on_user_turn_completed
+                # The default hook does nothing: skip it, and the copy of the whole
+                # context it would receive (the largest per-turn cost on a long history).
+                if getattr(hook, "__func__", None) is not Agent.on_user_turn_completed:
+                    turn_ctx = activity.agent.chat_ctx.copy()
+                    try:
+                        await hook(turn_ctx, msg)
+                    except StopResponse:
+                        activity.record([msg], None)
+                        return
                 activity = self._activity
                 if activity is None or self._closing:
                     return
@@ -453,7 +461,10 @@ class Session(Generic[UserdataT]):
         if self._user_state == "away":
             self._set_user_state("listening")
         else:
-            self._away.restart()
+            # Restart the window: cancel now; the _refresh that push_user_turn ends
+            # with re-arms a full window if the timer may still run (saves arming a
+            # timer that the turn's own state change cancels at once).
+            self._away.cancel()
 
     def _user_went_away(self) -> None:
         if not self._closing:
@@ -557,7 +568,8 @@ class Session(Generic[UserdataT]):
                 old = self._agent_state
                 if new != old:
                     self._agent_state = new
-                    self.emit(AgentStateChanged(old=old, new=new))
+                    if self._wants("agent_state_changed"):
+                        self.emit(AgentStateChanged(old=old, new=new))
                 self._away.reevaluate()
                 self._changed.notify()
                 if not self._refresh_again:
@@ -593,8 +605,10 @@ class Session(Generic[UserdataT]):
 
     # -- history and targets ----------------------------------------------------
     def _add_to_history(self, items: Iterable[ChatItem]) -> None:
-        for item in self._history.insert(items):
-            self.emit(ConversationItemAdded(item=item))
+        added = self._history.insert(items)
+        if self._wants("conversation_item_added"):
+            for item in added:
+                self.emit(ConversationItemAdded(item=item))
 
     def _target_agent(self) -> Agent:
         if self._activity is None:
@@ -602,7 +616,8 @@ class Session(Generic[UserdataT]):
         return self._activity.agent
 
     def _speech_created(self, speech: SpeechHandle) -> None:
-        self.emit(SpeechCreated(speech=speech, source=speech.source))  # type: ignore[arg-type]
+        if self._wants("speech_created"):
+            self.emit(SpeechCreated(speech=speech, source=speech.source))  # type: ignore[arg-type]
 
     def _watch_in_active_run(self, speech: SpeechHandle) -> None:
         if self._active_run is not None:
@@ -646,9 +661,11 @@ class Session(Generic[UserdataT]):
 
     # -- handoffs -----------------------------------------------------------------
     def _request_handoff(self, old: AgentActivity, agent: Agent) -> None:
+        """Start the handoff a finished speech asked for (already counted as pending
+        when the tool returned the agent; ``_handoff`` releases the count)."""
         if self._closing:
+            self._handoffs_pending -= 1
             return
-        self._handoffs_pending += 1
         self._refresh()
         self._scope.create_task(self._handoff(old, agent), name=f"handoff to {agent.label}")
 

@@ -64,7 +64,9 @@ class SpeechHandle:
         self._hold_saved = allow_interruptions
         self._phase: SpeechPhase = "queued"
         self._blocked = 0
-        self._on_change: Callable[[], None] | None = None
+        # Called with the handle (a bound method: no closure over the handle, so no
+        # reference cycle and the handle is freed as soon as nobody holds it).
+        self._on_change: Callable[[SpeechHandle], None] | None = None
         self._handoff: Agent | None = None
 
     def __repr__(self) -> str:
@@ -123,7 +125,21 @@ class SpeechHandle:
 
     async def wait_for_playout(self) -> None:
         """Wait until this speech has finished (played out, interrupted or failed)."""
-        await asyncio.shield(self._done_fut)
+        if self._done_fut.done():
+            return
+        # Woken from _mark_done itself (a done callback), never by cancelling anything
+        # of the handle: like a shield over the done future, one loop step sooner.
+        waiter: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+
+        def wake(_: SpeechHandle) -> None:
+            if not waiter.done():
+                waiter.set_result(None)
+
+        self._done_callbacks.append(wake)
+        try:
+            await waiter
+        finally:
+            self.remove_done_callback(wake)
 
     def __await__(self) -> Generator[Any, None, SpeechHandle]:
         yield from self.wait_for_playout().__await__()
@@ -162,7 +178,7 @@ class SpeechHandle:
 
     def _changed(self) -> None:
         if self._on_change is not None:
-            self._on_change()
+            self._on_change(self)
 
     def _mark_done(self) -> None:
         if self._done_fut.done():

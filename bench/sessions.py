@@ -1,0 +1,218 @@
+"""Sessions per process: K concurrent sessions, each with one background session.
+
+Each size runs in a fresh child process (so peak RSS is its own):
+  1. the interpreter imports backline: baseline RSS;
+  2. K sessions start (an agent with one tool, a background session waiting on
+     ``ctx.messages()``) and settle: RSS per idle session = (RSS - baseline) / K;
+  3. every session runs ``--turns`` text turns, all sessions concurrently (one
+     asyncio loop): wall time, turns per second, CPU per turn, peak RSS and
+     peak RSS per session;
+  4. all sessions close (timed).
+The RSS of ``import backline`` itself is measured in another fresh interpreter.
+Memory is read from ``/proc/self/statm`` (current) and ``ru_maxrss`` (peak).
+
+    python bench/sessions.py                          # 10, 100, 1000, 5000 (make bench)
+                                                      # (a size is skipped when less than
+                                                      # 2 x 200 KB per session is available)
+    python bench/sessions.py --sizes 10000,20000 --turns 50
+    python bench/sessions.py --gc-threshold 20000,20,20   # a tuned garbage collector
+    python bench/sessions.py --child 1000 --profile   # one size in-process, cProfiled
+
+With thousands of sessions on one loop, each turn's short-lived objects outlive
+several young-generation collections (thousands of other turns allocate in
+between), get promoted, and CPython's full collections come often and walk
+every live object: with the default thresholds they take a large share of the
+time. ``--gc-threshold`` shows what ``gc.set_threshold`` changes (see
+docs/performance.md); the default run keeps Python's defaults.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import gc
+import json
+import subprocess
+import sys
+import time
+from typing import Any
+
+from _common import (
+    BenchAgent,
+    TurnWaiter,
+    import_rss,
+    make_session,
+    peak_rss_bytes,
+    print_table,
+    rss_bytes,
+    run,
+    text_responder,
+    write_results,
+)
+
+MB = 2**20
+NEED_PER_SESSION = 200 * 1024  # bytes: a generous bound (about 45 KB are measured)
+
+
+def available_memory() -> int | None:
+    """MemAvailable from /proc/meminfo, in bytes (None where unknown)."""
+    try:
+        with open("/proc/meminfo") as f:
+            for line in f:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    return None
+
+
+async def child(k: int, turns: int) -> dict[str, Any]:
+    gc.collect()
+    gc_before = [s["collections"] for s in gc.get_stats()]
+    base = rss_bytes()
+    t0 = time.perf_counter()
+    sessions = []
+    for _ in range(k):
+        s = make_session(text_responder, with_background=True)
+        await s.start(BenchAgent())
+        sessions.append(s)
+    await asyncio.gather(*(s.wait_for_idle() for s in sessions))
+    start_s = time.perf_counter() - t0
+    gc.collect()
+    idle = rss_bytes()
+
+    async def drive(session: Any) -> None:
+        waiter = TurnWaiter(session)
+        for i in range(turns):
+            await waiter.turn(session, f"turn {i}")
+
+    c0 = time.process_time()
+    w0 = time.perf_counter()
+    await asyncio.gather(*(drive(s) for s in sessions))
+    wall = time.perf_counter() - w0
+    cpu = time.process_time() - c0
+    after = rss_bytes()
+    peak = peak_rss_bytes()
+    gc_runs = [s["collections"] - b for s, b in zip(gc.get_stats(), gc_before, strict=True)]
+    done = sum(len(s.history) for s in sessions)
+    assert done == k * turns * 2, f"expected {k * turns * 2} history items, got {done}"
+
+    t1 = time.perf_counter()
+    await asyncio.gather(*(s.aclose() for s in sessions))
+    close_s = time.perf_counter() - t1
+    n = k * turns
+    return {
+        "sessions": k,
+        "turns_per_session": turns,
+        "baseline_rss_mb": round(base / MB, 1),
+        "start_seconds": round(start_s, 3),
+        "idle_rss_mb": round(idle / MB, 1),
+        "idle_kb_per_session": round((idle - base) / k / 1024, 1),
+        "wall_seconds": round(wall, 3),
+        "turns_per_second": round(n / wall, 1),
+        "cpu_us_per_turn": round(cpu / n * 1e6, 1),
+        "rss_after_turns_mb": round(after / MB, 1),
+        "kb_per_session_after_turns": round((after - base) / k / 1024, 1),
+        "peak_rss_mb": round(peak / MB, 1),
+        "peak_kb_per_session": round((peak - base) / k / 1024, 1),
+        "close_seconds": round(close_s, 3),
+        "gc_threshold": list(gc.get_threshold()),
+        "gc_collections_by_generation": gc_runs,
+    }
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
+    p.add_argument("--sizes", default="10,100,1000,5000", help="comma-separated session counts")
+    p.add_argument("--turns", type=int, default=20, help="text turns per session")
+    p.add_argument(
+        "--gc-threshold",
+        metavar="A,B,C",
+        help="gc.set_threshold(A, B, C) in each child (default: Python's, 700,10,10)",
+    )
+    p.add_argument("--child", type=int, metavar="K", help=argparse.SUPPRESS)
+    p.add_argument("--profile", action="store_true", help="with --child: cProfile it")
+    p.add_argument("--top", type=int, default=25, help="entries printed by --profile")
+    args = p.parse_args()
+
+    if args.gc_threshold:
+        gc.set_threshold(*(int(x) for x in args.gc_threshold.split(",")))
+    if args.child is not None:
+        result = run(
+            lambda: child(args.child, args.turns),
+            profile="sessions" if args.profile else None,
+            top=args.top,
+        )
+        print(json.dumps(result))
+        return
+
+    sizes = [int(x) for x in args.sizes.split(",") if x.strip()]
+    imp = import_rss()
+    rows = []
+    skipped = []
+    for k in sizes:
+        free = available_memory()
+        if free is not None and k * NEED_PER_SESSION > free // 2:
+            print(f"  {k} sessions skipped: {free // MB} MB available", flush=True)
+            skipped.append(k)
+            continue
+        cmd = [sys.executable, __file__, "--child", str(k), "--turns", str(args.turns)]
+        if args.gc_threshold:
+            cmd += ["--gc-threshold", args.gc_threshold]
+        out = subprocess.run(
+            cmd,
+            capture_output=True,
+            text=True,
+            check=False,
+        )
+        if out.returncode != 0:
+            sys.stderr.write(out.stderr)
+            raise SystemExit(f"sessions.py: the child for {k} sessions failed")
+        rows.append(json.loads(out.stdout.strip().splitlines()[-1]))
+        print(f"  {k} sessions done in {rows[-1]['wall_seconds']:.1f}s", flush=True)
+
+    print_table(
+        "import backline (fresh interpreter)",
+        ["RSS before", "RSS after", "delta MB", "seconds", "heavy modules loaded"],
+        [
+            [
+                f"{imp['interpreter_rss_mb']} MB",
+                f"{imp['rss_after_import_mb']} MB",
+                imp["import_delta_mb"],
+                imp["import_seconds"],
+                ", ".join(imp["heavy_modules_loaded"]) or "none",
+            ]
+        ],
+    )
+    print_table(
+        f"Concurrent sessions, one background each, {args.turns} text turns per session "
+        f"(gc threshold {args.gc_threshold or 'default'})",
+        [
+            "sessions",
+            "idle KB/session",
+            "wall s",
+            "turns/s",
+            "CPU µs/turn",
+            "peak RSS MB",
+            "peak KB/session",
+            "close s",
+        ],
+        [
+            [
+                r["sessions"],
+                r["idle_kb_per_session"],
+                r["wall_seconds"],
+                r["turns_per_second"],
+                r["cpu_us_per_turn"],
+                r["peak_rss_mb"],
+                r["peak_kb_per_session"],
+                r["close_seconds"],
+            ]
+            for r in rows
+        ],
+    )
+    write_results("sessions", args, {"import": imp, "sizes": rows, "skipped_sizes": skipped})
+
+
+if __name__ == "__main__":
+    main()
