@@ -4,14 +4,14 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import time
 from collections.abc import Callable, Iterable, Sequence
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
-from ..llm.chat_context import AgentHandoff, ChatContext, ChatItem, ChatMessage
+from ..llm.chat_context import ChatContext, ChatItem, ChatMessage
 from ..llm.llm import LLM
 from ..llm.realtime import RealtimeSession
-from ..llm.tools import FunctionTool, StopResponse, ToolChoice, ToolError
+from ..llm.tools import FunctionTool, StopResponse, ToolChoice
+from . import _handoffs
 from ._activity import AgentActivity, new_speech
 from ._away import AwayTimer
 from ._reply_scheduler import Pending, ReplyScheduler
@@ -19,7 +19,6 @@ from ._tasks import Signal, TaskScope
 from ._tool_runner import ToolRunner
 from .agent import Agent, AgentTask, check_tool_names
 from .events import (
-    AgentHandoffEvent,
     AgentState,
     AgentStateChanged,
     CloseEvent,
@@ -659,143 +658,12 @@ class Session(Generic[UserdataT]):
         template = TOOL_REPLY_AT_TAIL if at_tail else TOOL_REPLY_MAYBE_COVERED
         return template.format(call_ids=ids)
 
-    # -- handoffs -----------------------------------------------------------------
+    # -- handoffs (the switching itself lives in _handoffs.py) ----------------------
     def _request_handoff(self, old: AgentActivity, agent: Agent) -> None:
-        """Start the handoff a finished speech asked for (already counted as pending
-        when the tool returned the agent; ``_handoff`` releases the count)."""
-        if self._closing:
-            self._handoffs_pending -= 1
-            return
-        self._refresh()
-        self._scope.create_task(self._handoff(old, agent), name=f"handoff to {agent.label}")
-
-    async def _handoff(self, old: AgentActivity, agent: Agent) -> None:
-        new: AgentActivity | None = None
-        try:
-            async with self._switch_lock:
-                if self._closing or self._activity is not old:
-                    logger.warning("handoff to %s skipped: the agent changed", agent.label)
-                    return
-                if isinstance(old.agent, AgentTask) and old.agent._awaited:
-                    raise RuntimeError(
-                        f"{old.agent.label} is an AgentTask: complete() it instead of handing off"
-                    )
-                new = AgentActivity(self, agent)
-                new.check_tools(agent._tools)
-                self._switching += 1
-                try:
-                    await old.agent.on_exit()
-                    await old.drain()
-                    await old.aclose()
-                    self._forget(old)
-                    if self._closing:
-                        return  # close owns what is left; never start an agent now
-                    await new.start()
-                    self._set_current(new, old)
-                finally:
-                    self._switching -= 1
-                new.start_on_enter()
-        except asyncio.CancelledError:
-            raise
-        except Exception as e:
-            logger.exception("handoff to %s failed", agent.label)
-            self.emit(ErrorEvent(error=e, recoverable=True, source="handoff"))
-        finally:
-            self._handoffs_pending -= 1
-            self._flush_pending_turns()
-            self._refresh()
-
-    def _forget(self, activity: AgentActivity) -> None:
-        if activity in self._activities:
-            self._activities.remove(activity)
-        self._tool_runner.move_holds(activity, None)
-
-    def _set_current(self, new: AgentActivity, old: AgentActivity | None) -> None:
-        self._activity = new
-        if new not in self._activities:
-            self._activities.append(new)
-        self._add_to_history(
-            [AgentHandoff(old_agent=old.agent.label if old else None, new_agent=new.agent.label)]
-        )
-        self.emit(AgentHandoffEvent(old_agent=old.agent if old else None, new_agent=new.agent))
-        self._refresh()
-
-    def _flush_pending_turns(self) -> None:
-        if self._closing or self._switching or self._handoffs_pending:
-            return
-        turns, self._pending_turns = self._pending_turns, []
-        for text in turns:
-            self._start_user_turn(text)
+        _handoffs.request_handoff(self, old, agent)
 
     async def _run_task(self, parent: AgentActivity, task: AgentTask[Any]) -> Any:
-        """Pause ``parent``, run ``task`` as the current agent until it completes,
-        then hand the conversation back. Called with ``parent``'s pause slot held."""
-        fut = task._future()
-        child = AgentActivity(self, task)
-        async with self._switch_lock:
-            if self._closing or parent.closed:
-                raise ToolError(f"cannot start {task.label}: the session is closing")
-            self._switching += 1
-            try:
-                parent.pause()
-                try:
-                    await child.start()
-                except Exception as e:
-                    parent.resume()
-                    raise ToolError(f"cannot start {task.label}: {e}") from e
-                self._set_current(child, parent)
-            finally:
-                self._switching -= 1
-            child.start_on_enter()
-        completing = False
+        return await _handoffs.run_task(self, parent, task)
 
-        def on_complete() -> None:
-            # Synchronous with complete(): a run must not see a settled session
-            # between the task completing and the hand-back starting.
-            nonlocal completing
-            if not self._closing and not completing:
-                completing = True
-                self._handoffs_pending += 1
-
-        task._completion_hook = on_complete
-        if fut.done():
-            on_complete()
-        try:
-            return await asyncio.shield(fut)
-        finally:
-            task._completion_hook = None
-            try:
-                if not self._closing:
-                    await asyncio.shield(self._hand_back(parent, child))
-            finally:
-                if completing:
-                    self._handoffs_pending -= 1
-                self._flush_pending_turns()
-                self._refresh()
-
-    async def _hand_back(self, parent: AgentActivity, child: AgentActivity) -> None:
-        async with self._switch_lock:
-            if self._closing:
-                return
-            self._switching += 1
-            try:
-                await child.agent.on_exit()
-                await child.drain()
-                await child.aclose()
-                self._forget(child)
-                if self._activity is child and not parent.closed:
-                    merged = child.agent.chat_ctx.copy(
-                        exclude_instructions=True,
-                        exclude_function_calls=True,
-                        exclude_handoffs=True,
-                    )
-                    parent.agent._chat_ctx.insert(merged.items)
-                    self._set_current(parent, child)
-                    parent.resume()
-                elif self._activity is child:  # pragma: no cover - parent closed under us
-                    logger.warning("%s finished but its caller is gone", child.agent.label)
-            finally:
-                self._switching -= 1
-
-    def _now(self) -> float:
-        return time.time()
+    def _flush_pending_turns(self) -> None:
+        _handoffs.flush_pending_turns(self)

@@ -1,0 +1,168 @@
+"""Switching agents: handoffs, and running an inline ``AgentTask`` and handing back.
+
+Every switch holds the session's switch lock and counts as ``switching`` (the
+agent state is ``thinking`` and the away timer stays off until the new agent's
+activity, and its realtime session, are attached). Nothing starts once the
+session is closing.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from typing import TYPE_CHECKING, Any
+
+from ..llm.chat_context import AgentHandoff
+from ..llm.tools import ToolError
+from ._activity import AgentActivity
+from .agent import Agent, AgentTask
+from .events import AgentHandoffEvent, ErrorEvent
+
+if TYPE_CHECKING:
+    from .session import Session
+
+logger = logging.getLogger("backline")
+
+
+def request_handoff(session: Session[Any], old: AgentActivity, agent: Agent) -> None:
+    """Start the handoff a finished speech asked for (already counted as pending
+    when the tool returned the agent; ``_handoff`` releases the count)."""
+    if session._closing:
+        session._handoffs_pending -= 1
+        return
+    session._refresh()
+    session._scope.create_task(handoff(session, old, agent), name=f"handoff to {agent.label}")
+
+
+async def handoff(session: Session[Any], old: AgentActivity, agent: Agent) -> None:
+    new: AgentActivity | None = None
+    try:
+        async with session._switch_lock:
+            if session._closing or session._activity is not old:
+                logger.warning("handoff to %s skipped: the agent changed", agent.label)
+                return
+            if isinstance(old.agent, AgentTask) and old.agent._awaited:
+                raise RuntimeError(
+                    f"{old.agent.label} is an AgentTask: complete() it instead of handing off"
+                )
+            new = AgentActivity(session, agent)
+            new.check_tools(agent._tools)
+            session._switching += 1
+            try:
+                await old.agent.on_exit()
+                await old.drain()
+                await old.aclose()
+                forget(session, old)
+                if session._closing:
+                    return  # close owns what is left; never start an agent now
+                await new.start()
+                set_current(session, new, old)
+            finally:
+                session._switching -= 1
+            new.start_on_enter()
+    except asyncio.CancelledError:
+        raise
+    except Exception as e:
+        logger.exception("handoff to %s failed", agent.label)
+        session.emit(ErrorEvent(error=e, recoverable=True, source="handoff"))
+    finally:
+        session._handoffs_pending -= 1
+        flush_pending_turns(session)
+        session._refresh()
+
+
+def forget(session: Session[Any], activity: AgentActivity) -> None:
+    if activity in session._activities:
+        session._activities.remove(activity)
+    session._tool_runner.move_holds(activity, None)
+
+
+def set_current(session: Session[Any], new: AgentActivity, old: AgentActivity | None) -> None:
+    session._activity = new
+    if new not in session._activities:
+        session._activities.append(new)
+    session._add_to_history(
+        [AgentHandoff(old_agent=old.agent.label if old else None, new_agent=new.agent.label)]
+    )
+    session.emit(AgentHandoffEvent(old_agent=old.agent if old else None, new_agent=new.agent))
+    session._refresh()
+
+
+def flush_pending_turns(session: Session[Any]) -> None:
+    if session._closing or session._switching or session._handoffs_pending:
+        return
+    turns, session._pending_turns = session._pending_turns, []
+    for text in turns:
+        session._start_user_turn(text)
+
+
+async def run_task(session: Session[Any], parent: AgentActivity, task: AgentTask[Any]) -> Any:
+    """Pause ``parent``, run ``task`` as the current agent until it completes,
+    then hand the conversation back. Called with ``parent``'s pause slot held."""
+    fut = task._future()
+    child = AgentActivity(session, task)
+    async with session._switch_lock:
+        if session._closing or parent.closed:
+            raise ToolError(f"cannot start {task.label}: the session is closing")
+        session._switching += 1
+        try:
+            parent.pause()
+            try:
+                await child.start()
+            except Exception as e:
+                parent.resume()
+                raise ToolError(f"cannot start {task.label}: {e}") from e
+            set_current(session, child, parent)
+        finally:
+            session._switching -= 1
+        child.start_on_enter()
+    completing = False
+
+    def on_complete() -> None:
+        # Synchronous with complete(): a run must not see a settled session
+        # between the task completing and the hand-back starting.
+        nonlocal completing
+        if not session._closing and not completing:
+            completing = True
+            session._handoffs_pending += 1
+
+    task._completion_hook = on_complete
+    if fut.done():
+        on_complete()
+    try:
+        return await asyncio.shield(fut)
+    finally:
+        task._completion_hook = None
+        try:
+            if not session._closing:
+                await asyncio.shield(hand_back(session, parent, child))
+        finally:
+            if completing:
+                session._handoffs_pending -= 1
+            flush_pending_turns(session)
+            session._refresh()
+
+
+async def hand_back(session: Session[Any], parent: AgentActivity, child: AgentActivity) -> None:
+    async with session._switch_lock:
+        if session._closing:
+            return
+        session._switching += 1
+        try:
+            await child.agent.on_exit()
+            await child.drain()
+            await child.aclose()
+            forget(session, child)
+            if session._activity is child and not parent.closed:
+                merged = child.agent.chat_ctx.copy(
+                    exclude_instructions=True,
+                    exclude_function_calls=True,
+                    exclude_handoffs=True,
+                )
+                parent.agent._chat_ctx.insert(merged.items)
+                set_current(session, parent, child)
+                parent.resume()
+            elif session._activity is child:  # pragma: no cover - parent closed under us
+                logger.warning("%s finished but its caller is gone", child.agent.label)
+        finally:
+            session._switching -= 1
