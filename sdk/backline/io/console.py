@@ -14,7 +14,7 @@ import asyncio
 import contextlib
 import os
 import sys
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any, TextIO
 
 from ..voice.io import TextOutput
@@ -202,29 +202,19 @@ async def _run_plain(
         transport, _ = await loop.connect_read_pipe(
             lambda: asyncio.StreamReaderProtocol(reader), stdin
         )
+
+    async def read_line() -> str | None:
+        if transport is not None:
+            raw = await reader.readline()
+        else:  # pragma: no cover - a stdin that cannot be watched (e.g. Windows)
+            raw = (await asyncio.to_thread(stdin.readline)).encode()
+        return raw.decode(errors="replace") if raw else None
+
     try:
-        await session.start(agent)
-        status()
-        while True:
-            if transport is not None:
-                raw = await reader.readline()
-            else:  # pragma: no cover - a stdin that cannot be watched (e.g. Windows)
-                raw = (await asyncio.to_thread(stdin.readline)).encode()
-            if not raw:
-                break
-            line = raw.decode(errors="replace").strip()
-            if line in QUIT_COMMANDS:
-                break
-            if line:
-                session.push_user_turn(line)
-    except (KeyboardInterrupt, asyncio.CancelledError):
-        pass
+        await _converse(session, agent, read_line, emit, started=status)
     finally:
-        emit("closing…\n")
-        await session.aclose()
         if transport is not None:
             transport.close()
-        emit("bye\n")
 
 
 async def _run_rich(
@@ -270,27 +260,44 @@ async def _run_rich(
         session.on("background_message", _note_printer(view, emit))
         if banner:
             emit(banner + "\n")
-        try:
-            await session.start(agent)
-            while True:
-                try:
-                    line = await prompt.prompt_async(
-                        "you> ", bottom_toolbar=toolbar, style=style, refresh_interval=0.5
-                    )
-                except EOFError:
-                    break
-                line = line.strip()
-                if line in QUIT_COMMANDS:
-                    break
-                if line:
-                    session.push_user_turn(line)
-        except (KeyboardInterrupt, asyncio.CancelledError):
-            pass
-        finally:
-            emit("closing…\n")
-            await session.aclose()
-            emit("bye\n")
+
+        async def read_line() -> str | None:
+            try:
+                return await prompt.prompt_async(
+                    "you> ", bottom_toolbar=toolbar, style=style, refresh_interval=0.5
+                )
+            except EOFError:
+                return None
+
+        await _converse(session, agent, read_line, emit)
 
 
 def _escape(text: str) -> str:
     return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+
+
+async def _converse(
+    session: Session[Any],
+    agent: Agent,
+    read_line: Callable[[], Awaitable[str | None]],
+    emit: Callable[[str], None],
+    *,
+    started: Callable[[], None] | None = None,
+) -> None:
+    """Start, push each line as a user turn until EOF or a quit command, then close."""
+    try:
+        await session.start(agent)
+        if started is not None:
+            started()
+        while (line := await read_line()) is not None:
+            line = line.strip()
+            if line in QUIT_COMMANDS:
+                break
+            if line:
+                session.push_user_turn(line)
+    except (KeyboardInterrupt, asyncio.CancelledError):
+        pass
+    finally:
+        emit("closing…\n")
+        await session.aclose()
+        emit("bye\n")

@@ -7,12 +7,12 @@ import functools
 import inspect
 import json
 import typing
-from collections.abc import Awaitable, Callable, Iterable, Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from typing import Any, Literal, ParamSpec, TypeAlias, TypeVar, overload
 
 import docstring_parser
 
-from ._schema import Converter, SchemaError, inspect_empty, schema_for
+from ._schema import Converter, SchemaError, _identity, inspect_empty, schema_for
 
 P = ParamSpec("P")
 R = TypeVar("R")
@@ -184,7 +184,7 @@ class FunctionTool:
         if self._raw:
             result = self._call(data, context)
         else:
-            kwargs = {k: self._converters.get(k, _ident)(v) for k, v in data.items()}
+            kwargs = {k: self._converters.get(k, _identity)(v) for k, v in data.items()}
             if self._context_param is not None:
                 kwargs[self._context_param] = context
             result = self._call(**kwargs)
@@ -196,10 +196,6 @@ class FunctionTool:
         if self._bound_to is not None:
             return self._fn(self._bound_to, *args, **kwargs)
         return self._fn(*args, **kwargs)
-
-
-def _ident(v: Any) -> Any:
-    return v
 
 
 _UNCHECKED: Any = object()
@@ -384,11 +380,3 @@ def find_function_tools(obj: object) -> list[FunctionTool]:
                 seen.add(attr)
                 tools.append(value.__get__(obj, type(obj)))
     return tools
-
-
-def flatten_tools(tools: Iterable[FunctionTool]) -> list[FunctionTool]:
-    out = list(tools)
-    for t in out:
-        if not isinstance(t, FunctionTool):
-            raise TypeError(f"expected a FunctionTool (use @function_tool), got {type(t).__name__}")
-    return out

@@ -8,7 +8,7 @@ import itertools
 import json
 from collections import deque
 from collections.abc import AsyncGenerator, Awaitable, Callable, Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, TypeAlias
 
 from ..llm.chat_context import ChatContext, ChatMessage
@@ -101,11 +101,6 @@ Responder: TypeAlias = Callable[
 ]
 
 
-@dataclass
-class _Counters:
-    calls: itertools.count[int] = field(default_factory=lambda: itertools.count(1))
-
-
 class ScriptedLLM:
     """An ``LLM`` scripted by a list of responses or by a callable ``request -> response``.
 
@@ -128,7 +123,7 @@ class ScriptedLLM:
             self._queue.extend(script)
         self._record = record
         self.requests: list[LLMRequest] = []
-        self._ids = _Counters()
+        self._call_ids = itertools.count(1)
         self._n = 0
 
     def push(self, *responses: ScriptedResponse | str) -> None:
@@ -191,7 +186,7 @@ class ScriptedLLM:
                 else json.dumps(call.arguments, separators=(",", ":"))
             )
             yield ToolCallChunk(
-                call_id=call.call_id or f"call_{next(self._ids.calls)}",
+                call_id=call.call_id or f"call_{next(self._call_ids)}",
                 name=call.name,
                 arguments=args,
             )

@@ -20,7 +20,7 @@ from ._tool_runner import CANCELLED_OUTPUT, CallState, ToolOutcome
 from .agent import Agent, AgentTask
 from .events import ErrorEvent, FunctionToolsExecuted
 from .io import PlayoutResult, TextOutput
-from .speech_handle import PRIORITY_NORMAL, SpeechHandle
+from .speech_handle import SpeechHandle
 
 if TYPE_CHECKING:
     from .session import Session
@@ -511,9 +511,3 @@ def _settled(st: CallState) -> bool:
 
 def _error_output(call: FunctionCall, text: str) -> FunctionCallOutput:
     return FunctionCallOutput(call_id=call.call_id, name=call.name, output=text, is_error=True)
-
-
-def new_speech(
-    *, allow_interruptions: bool, source: str, priority: int = PRIORITY_NORMAL
-) -> SpeechHandle:
-    return SpeechHandle(allow_interruptions=allow_interruptions, priority=priority, source=source)

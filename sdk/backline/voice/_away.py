@@ -46,10 +46,6 @@ class AwayTimer:
     def armed(self) -> bool:
         return self._handle is not None
 
-    @property
-    def deadline(self) -> float | None:
-        return self._handle.when() if self._handle is not None else None
-
     def counting_holds(self) -> int:
         if not self._holds:
             return 0
@@ -91,12 +87,6 @@ class AwayTimer:
             self._handle = asyncio.get_running_loop().call_later(self.timeout, self._expired)
         elif not arm and self._handle is not None:
             self.cancel()
-
-    def restart(self) -> None:
-        """User activity: if the timer runs, start a full new window."""
-        if self._handle is not None:
-            self.cancel()
-            self.reevaluate()
 
     def cancel(self) -> None:
         if self._handle is not None:

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -12,12 +11,12 @@ from ..llm.chat_context import FunctionCall, FunctionCallOutput
 from ..llm.tool_output import serialize_tool_output, validate_tool_output
 from ..llm.tools import FunctionTool, StopResponse, ToolError
 from ._context import current_call
-from .events import ToolReply, ToolUpdated
+from ._reply_scheduler import Pending, ReplyScheduler
+from .events import ReplyStatus, ToolReply, ToolUpdated
 from .run_context import RunContext
 
 if TYPE_CHECKING:
     from ._activity import AgentActivity
-    from ._reply_scheduler import ReplyScheduler
     from .agent import Agent
     from .session import Session
     from .speech_handle import SpeechHandle
@@ -30,6 +29,18 @@ DEFAULT_UPDATE_TEMPLATE = (
 )
 
 CANCELLED_OUTPUT = "The call was cancelled: the user interrupted before it finished."
+
+TOOL_REPLY_AT_TAIL = (
+    "New results arrived from tools that were still running in the background "
+    "(call ids: {call_ids}). Tell the user about them naturally and briefly, "
+    "without repeating what was already said."
+)
+TOOL_REPLY_MAYBE_COVERED = (
+    "New results arrived from tools that were still running in the background "
+    "(call ids: {call_ids}). You may already have mentioned some of this: tell the "
+    "user only what they have not heard yet. If everything was already said, reply "
+    "with nothing at all."
+)
 
 
 @dataclass
@@ -96,14 +107,16 @@ class ToolRunner:
     """Owns every tool task of a session, and the scheduler of deferred tool replies."""
 
     def __init__(
-        self,
-        session: Session[Any],
-        scheduler: ReplyScheduler,
-        *,
-        update_template: str = DEFAULT_UPDATE_TEMPLATE,
+        self, session: Session[Any], *, update_template: str = DEFAULT_UPDATE_TEMPLATE
     ) -> None:
         self.session = session
-        self.scheduler = scheduler
+        self.scheduler = ReplyScheduler(
+            session,
+            name="tool replies",
+            render=self._render_reply,
+            on_status=self._report_reply,
+            source="tool_reply",
+        )
         self.update_template = update_template
         self.running: set[CallState] = set()
 
@@ -239,11 +252,13 @@ class ToolRunner:
         )
         await self.scheduler.enqueue([call, out], [call_id], owner=state.activity, run=state.run)
 
-    def tool_reply_status(self) -> Callable[[list[str], Any, str | None], None]:
-        def report(ids: list[str], status: Any, speech_id: str | None) -> None:
-            self.session.emit(ToolReply(call_ids=list(ids), status=status, speech_id=speech_id))
+    def _render_reply(self, batch: list[Pending], at_tail: bool) -> str:
+        ids = ", ".join(i for p in batch for i in p.ids)
+        template = TOOL_REPLY_AT_TAIL if at_tail else TOOL_REPLY_MAYBE_COVERED
+        return template.format(call_ids=ids)
 
-        return report
+    def _report_reply(self, ids: list[str], status: ReplyStatus, speech_id: str | None) -> None:
+        self.session.emit(ToolReply(call_ids=list(ids), status=status, speech_id=speech_id))
 
     def owed_by_run(self, run: Any) -> bool:
         """Whether a deferred tool started during ``run`` is still working."""

@@ -10,11 +10,11 @@ from typing import TYPE_CHECKING, Any, Generic, TypeVar
 from ..llm.chat_context import ChatContext, ChatItem, ChatMessage
 from ..llm.llm import LLM
 from ..llm.realtime import RealtimeSession
-from ..llm.tools import FunctionTool, StopResponse, ToolChoice
-from . import _handoffs
-from ._activity import AgentActivity, new_speech
+from ..llm.tools import FunctionTool, ToolChoice
+from . import _handoffs, _user_turns
+from ._activity import AgentActivity
 from ._away import AwayTimer
-from ._reply_scheduler import Pending, ReplyScheduler
+from ._reply_scheduler import ReplyScheduler
 from ._tasks import Signal, TaskScope
 from ._tool_runner import ToolRunner
 from .agent import Agent, AgentTask, check_tool_names
@@ -23,7 +23,6 @@ from .events import (
     AgentStateChanged,
     CloseEvent,
     ConversationItemAdded,
-    ErrorEvent,
     Event,
     EventEmitter,
     EventName,
@@ -43,17 +42,6 @@ logger = logging.getLogger("backline")
 
 UserdataT = TypeVar("UserdataT")
 
-TOOL_REPLY_AT_TAIL = (
-    "New results arrived from tools that were still running in the background "
-    "(call ids: {call_ids}). Tell the user about them naturally and briefly, "
-    "without repeating what was already said."
-)
-TOOL_REPLY_MAYBE_COVERED = (
-    "New results arrived from tools that were still running in the background "
-    "(call ids: {call_ids}). You may already have mentioned some of this: tell the "
-    "user only what they have not heard yet. If everything was already said, reply "
-    "with nothing at all."
-)
 MAX_TOOL_STEPS_MESSAGE = "I'm sorry, I couldn't finish that."
 
 
@@ -133,16 +121,12 @@ class Session(Generic[UserdataT]):
             fire=self._user_went_away,
         )
         self._away._on_change = self._refresh
-        self._tool_scheduler = ReplyScheduler(
-            self,
-            name="tool replies",
-            render=self._render_tool_reply,
-            on_status=lambda ids, status, sid: self._tool_runner.tool_reply_status()(
-                ids, status, sid
-            ),
-            source="tool_reply",
-        )
-        self._tool_runner = ToolRunner(self, self._tool_scheduler)
+        self._tool_runner = ToolRunner(self)
+
+    @property
+    def _tool_scheduler(self) -> ReplyScheduler:
+        """The reply scheduler of deferred tool results (owned by the tool runner)."""
+        return self._tool_runner.scheduler
 
     # -- public state -----------------------------------------------------------
     @property
@@ -264,7 +248,6 @@ class Session(Generic[UserdataT]):
         try:
             if self._background is not None:
                 await self._background.aclose()
-            self._tool_scheduler._closed = True
             await self._tool_scheduler.aclose()
             if drain:
                 # The current agent first, then the agents paused under it; speech
@@ -330,7 +313,7 @@ class Session(Generic[UserdataT]):
         source: str,
         priority: int = PRIORITY_NORMAL,
     ) -> SpeechHandle:
-        speech = new_speech(
+        speech = SpeechHandle(
             allow_interruptions=self._allow(activity, allow_interruptions),
             source=source,
             priority=priority,
@@ -367,7 +350,7 @@ class Session(Generic[UserdataT]):
     ) -> SpeechHandle:
         """Speak ``text`` as the current agent (no model call)."""
         activity = self._require_activity()
-        speech = new_speech(
+        speech = SpeechHandle(
             allow_interruptions=self._allow(activity, allow_interruptions), source="say"
         )
 
@@ -396,50 +379,7 @@ class Session(Generic[UserdataT]):
         self._start_user_turn(text)
 
     def _start_user_turn(self, text: str) -> None:
-        activity = self._require_activity()
-        activity.interrupt_all(force=False)
-        self._user_turns += 1
-        run = self._active_run
-        self._scope.create_task(self._handle_user_turn(text, run), name="user turn")
-        self._refresh()
-
-    async def _handle_user_turn(self, text: str, run: RunResult | None) -> None:
-        try:
-            async with self._turn_lock:
-                activity = self._activity
-                if activity is None or self._closing:
-                    return
-                msg = ChatMessage(role="user", content=text)
-                if run is not None:
-                    run._input_ids.add(msg.id)
-                hook = activity.agent.on_user_turn_completed
-                # The default hook does nothing: skip it, and the copy of the whole
-                # context it would receive (the largest per-turn cost on a long history).
-                if getattr(hook, "__func__", None) is not Agent.on_user_turn_completed:
-                    turn_ctx = activity.agent.chat_ctx.copy()
-                    try:
-                        await hook(turn_ctx, msg)
-                    except StopResponse:
-                        activity.record([msg], None)
-                        return
-                activity = self._activity
-                if activity is None or self._closing:
-                    return
-                activity.record([msg], None)
-                self._generate(
-                    activity,
-                    user_input=None,
-                    instructions=None,
-                    tool_choice=None,
-                    allow_interruptions=None,
-                    source="user_turn",
-                )
-        except Exception as e:
-            logger.exception("handling a user turn failed")
-            self.emit(ErrorEvent(error=e, recoverable=True, source="user_turn"))
-        finally:
-            self._user_turns -= 1
-            self._refresh()
+        _user_turns.start_user_turn(self, text)
 
     def user_started_speaking(self) -> None:
         """Voice activity began: barge-in interrupts the agent when allowed."""
@@ -652,11 +592,6 @@ class Session(Generic[UserdataT]):
                 raise ValueError(
                     f"{agent.label}: tool {t.name!r} has the same name as a session tool"
                 )
-
-    def _render_tool_reply(self, batch: list[Pending], at_tail: bool) -> str:
-        ids = ", ".join(i for p in batch for i in p.ids)
-        template = TOOL_REPLY_AT_TAIL if at_tail else TOOL_REPLY_MAYBE_COVERED
-        return template.format(call_ids=ids)
 
     # -- handoffs (the switching itself lives in _handoffs.py) ----------------------
     def _request_handoff(self, old: AgentActivity, agent: Agent) -> None:

@@ -194,6 +194,3 @@ class SpeechHandle:
 
                 logging.getLogger("backline").exception("a speech done-callback raised")
         self._changed()
-
-    async def _wait_interrupted(self) -> None:
-        await asyncio.shield(self._interrupt_fut)
