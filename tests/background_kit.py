@@ -8,7 +8,15 @@ from typing import Any
 
 import pytest
 
-from backline import BackgroundContext, ChatContext, ChatMessage, Session, background
+from backline import (
+    Agent,
+    BackgroundContext,
+    ChatContext,
+    ChatMessage,
+    Session,
+    background,
+    function_tool,
+)
 from backline.testing import VirtualClock
 
 
@@ -50,3 +58,20 @@ def deliver(session: Session[Any], content: str, background_id: str = "worker") 
 
 def user_messages(ctx: ChatContext) -> list[ChatMessage]:
     return [it for it in ctx.items if isinstance(it, ChatMessage) and it.role == "user"]
+
+
+class Second(Agent):
+    def __init__(self) -> None:
+        super().__init__("Second.")
+
+
+class First(Agent):
+    """Hands off to ``Second`` when the model calls ``transfer``."""
+
+    def __init__(self) -> None:
+        super().__init__("First.")
+
+    @function_tool
+    async def transfer(self) -> Agent:
+        """Transfer."""
+        return Second()

@@ -14,10 +14,9 @@ from backline import (
     InMemoryTextOutput,
     Session,
     background,
-    function_tool,
 )
 from backline.testing import ScriptedLLM, VirtualClock, text, tool_calls
-from tests.background_kit import ctx_of, deliver, worker
+from tests.background_kit import First, Second, ctx_of, deliver, worker
 from tests.conftest import Recorder
 
 pytestmark = pytest.mark.usefixtures("close_sessions")
@@ -260,19 +259,6 @@ async def test_a_turn_holds_the_away_timer_and_its_end_starts_a_full_window(
 
 
 async def test_a_turn_spanning_a_handoff_keeps_holding(virtual_clock: VirtualClock) -> None:
-    class Second(Agent):
-        def __init__(self) -> None:
-            super().__init__("Second.")
-
-    class First(Agent):
-        def __init__(self) -> None:
-            super().__init__("First.")
-
-        @function_tool
-        async def transfer(self) -> Agent:
-            """Transfer."""
-            return Second()
-
     session: Session[Any] = Session(
         ScriptedLLM([tool_calls(("transfer", {}))]), background=[worker], user_away_timeout=15
     )

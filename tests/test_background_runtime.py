@@ -16,10 +16,9 @@ from backline import (
     ChatMessage,
     Session,
     background,
-    function_tool,
 )
 from backline.testing import ScriptedLLM, VirtualClock, text, tool_calls
-from tests.background_kit import ctx_of, deliver, worker
+from tests.background_kit import First, Second, ctx_of, deliver, worker
 from tests.conftest import Recorder
 
 pytestmark = pytest.mark.usefixtures("close_sessions")
@@ -92,19 +91,6 @@ async def test_the_runtime_survives_a_handoff_without_restarting(
             received.append(message)
             if len(received) == 2:
                 two.set()
-
-    class Second(Agent):
-        def __init__(self) -> None:
-            super().__init__("Second.")
-
-    class First(Agent):
-        def __init__(self) -> None:
-            super().__init__("First.")
-
-        @function_tool
-        async def transfer(self) -> Agent:
-            """Transfer."""
-            return Second()
 
     llm = ScriptedLLM(
         [

@@ -23,7 +23,7 @@ from backline import (
     function_tool,
 )
 from backline.testing import ScriptedLLM, VirtualClock, text, tool_calls
-from tests.background_kit import ctx_of, forever
+from tests.background_kit import First, Second, ctx_of, forever
 from tests.conftest import Recorder
 
 SEND_INTRO = (
@@ -493,19 +493,6 @@ async def test_agent_tools_may_not_shadow_session_tools(virtual_clock: VirtualCl
 async def test_every_agent_sees_the_same_tool_objects_across_handoffs_and_restarts(
     virtual_clock: VirtualClock,
 ) -> None:
-    class Second(Agent):
-        def __init__(self) -> None:
-            super().__init__("Second.")
-
-    class First(Agent):
-        def __init__(self) -> None:
-            super().__init__("First.")
-
-        @function_tool
-        async def transfer(self) -> Agent:
-            """Transfer."""
-            return Second()
-
     llm = ScriptedLLM([tool_calls(("transfer", {})), "hello from second", "after restart"])
     session: Session[Any] = Session(llm, background=[codex])
     generated = [tool(session, "backline_send"), tool(session, "backline_state")]
