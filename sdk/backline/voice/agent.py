@@ -165,27 +165,10 @@ class AgentTask(Agent, Generic[T]):
     turns; each caller gets its own task's result.
     """
 
-    def __init__(
-        self,
-        instructions: str = "",
-        *,
-        tools: Sequence[FunctionTool] = (),
-        llm: LLM | None = None,
-        chat_ctx: ChatContext | None = None,
-        realtime: RealtimeSession | None = None,
-        allow_interruptions: bool | None = None,
-    ) -> None:
-        super().__init__(
-            instructions,
-            tools=tools,
-            llm=llm,
-            chat_ctx=chat_ctx,
-            realtime=realtime,
-            allow_interruptions=allow_interruptions,
-        )
-        self._result: asyncio.Future[Any] | None = None
-        self._awaited = False
-        self._completion_hook: Callable[[], None] | None = None
+    # Set per instance when used (class defaults spare a copy of Agent.__init__).
+    _result: asyncio.Future[Any] | None = None
+    _awaited: bool = False
+    _completion_hook: Callable[[], None] | None = None
 
     def _future(self) -> asyncio.Future[Any]:
         if self._result is None:
