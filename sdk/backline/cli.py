@@ -127,6 +127,7 @@ class SessionOptions:
     model: str | None = None
     instructions: str | None = None
     agent: str | None = None
+    log_file: str | None = None
 
 
 def session_options(command: F) -> F:
@@ -144,6 +145,7 @@ def session_options(command: F) -> F:
         model: str | None,
         instructions: str | None,
         agent: str | None,
+        log_file: str | None,
         **kwargs: Any,
     ) -> Any:
         options = SessionOptions(
@@ -152,6 +154,7 @@ def session_options(command: F) -> F:
             model=model,
             instructions=instructions,
             agent=agent,
+            log_file=log_file,
         )
         return command(*args, session_options=options, **kwargs)
 
@@ -178,6 +181,12 @@ def session_options(command: F) -> F:
             "--agent",
             metavar="MODULE:CLASS",
             help="Use this Agent class (built with no arguments) instead of --instructions.",
+        ),
+        click.option(
+            "--log-file",
+            metavar="PATH",
+            envvar="BACKLINE_LOG_FILE",
+            help="Where error details go (default: ~/.local/state/backline/backline.log).",
         ),
     ]
     result: Callable[..., Any] = wrapper
@@ -403,10 +412,12 @@ def run_console_command(
     """Build the session from ``options`` and run the text console until the user quits."""
     import asyncio
 
+    from .io._diagnostics import log_to_file
     from .io.console import run_console
 
     manager = plugin_manager(ctx)
     session, agent = prepare_session(manager, options)
+    log_path = log_to_file(options.log_file)
     if session.background:
         names = ", ".join(session.background.sorted_ids())
         banner = f"backline console (background sessions: {names}). /quit or Ctrl-D to leave."
@@ -421,7 +432,16 @@ def run_console_command(
             f"backline console: no background session is running. {hint}\n/quit or Ctrl-D to leave."
         )
     try:
-        asyncio.run(run_console(session, agent, rich=False if plain else None, banner=banner))
+        asyncio.run(
+            run_console(
+                session,
+                agent,
+                rich=False if plain else None,
+                banner=banner,
+                log_path=log_path,
+                llm=options.llm,
+            )
+        )
     except KeyboardInterrupt:  # pragma: no cover - a second Ctrl-C during close
         pass
 
