@@ -468,6 +468,13 @@ def _web_command() -> click.Command:
 
 web = _web_command()
 
+
+def _fake_anthropic_command() -> click.Command:
+    from ._offline import fake_anthropic  # cheap: the server loads on first use
+
+    return fake_anthropic
+
+
 BUILTIN_COMMANDS: list[click.Command] = [
     plugins_command,
     install,
@@ -475,6 +482,7 @@ BUILTIN_COMMANDS: list[click.Command] = [
     new_plugin,
     console,
     web,
+    _fake_anthropic_command(),
 ]
 """The built-in commands (``console`` and ``web`` join them here)."""
 
