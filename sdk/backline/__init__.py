@@ -16,6 +16,7 @@ from .background import (
     UpdatePromptArgs,
     background,
 )
+from .limits import Limits
 from .llm import (
     LLM,
     AgentHandoff,
@@ -108,6 +109,7 @@ __all__ = [
     "InMemoryTextOutput",
     "LLMError",
     "LLMStream",
+    "Limits",
     "PlayoutResult",
     "RealtimeSession",
     "ReplyPromptArgs",

@@ -17,7 +17,10 @@ from .chat_context import (
 from .llm import LLM, ChatChunk, LLMError, LLMStream, TextDelta, ToolCallChunk, Usage
 from .realtime import RealtimeSession
 from .tool_output import (
+    JsonSnapshot,
     is_valid_tool_output,
+    json_snapshot,
+    render_tool_output,
     serialize_tool_output,
     snapshot_tool_output,
     validate_tool_output,
@@ -44,6 +47,7 @@ __all__ = [
     "FunctionCall",
     "FunctionCallOutput",
     "FunctionTool",
+    "JsonSnapshot",
     "LLMError",
     "LLMStream",
     "NamedToolChoice",
@@ -60,7 +64,9 @@ __all__ = [
     "function_tool",
     "is_valid_tool_output",
     "item_to_dict",
+    "json_snapshot",
     "named_tool",
+    "render_tool_output",
     "serialize_tool_output",
     "snapshot_tool_output",
     "validate_tool_output",

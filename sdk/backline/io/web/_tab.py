@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 from starlette.websockets import WebSocket, WebSocketDisconnect
 
 from ...llm.chat_context import AgentHandoff, ChatMessage, FunctionCall
-from .._view import shorten, summarize_state
+from .._view import preview_state, shorten, summarize_state
 from . import protocol
 from ._output import WebOutput
 
@@ -87,7 +87,11 @@ class WebTab:
         s.on(
             "background_state",
             lambda ev: self._send(
-                protocol.background_state(ev.background_id, ev.state, summarize_state(ev.state))
+                protocol.background_state(
+                    ev.background_id,
+                    preview_state(ev.state, s.limits.max_page_state_chars),
+                    summarize_state(ev.state),
+                )
             ),
         )
         s.on(
