@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from ..limits import truncate_text
-from ..llm.chat_context import FunctionCall, FunctionCallOutput
+from ..llm.chat_context import FunctionCall, FunctionCallOutput, new_id
 from ..llm.tool_output import render_tool_output
 from ..llm.tools import FunctionTool, StopResponse, ToolError
 from ._context import current_call
@@ -42,6 +42,28 @@ TOOL_REPLY_MAYBE_COVERED = (
     "user only what they have not heard yet. If everything was already said, reply "
     "with nothing at all."
 )
+
+
+def unique_call_id(call_id: str, taken: set[str], name: str) -> str:
+    """``call_id``, or a fresh id when it is empty or already ``taken`` (a model or an
+    adapter that repeats ids): each call must pair with its own output. The id
+    returned is added to ``taken``."""
+    unique = call_id
+    if not unique:
+        unique = new_id("call_")
+    elif unique in taken:
+        n = 2
+        while f"{call_id}_{n}" in taken:
+            n += 1
+        unique = f"{call_id}_{n}"
+        logger.warning(
+            "the model gave tool call %r (%s) an id that is already in use; it runs as %r",
+            call_id,
+            name,
+            unique,
+        )
+    taken.add(unique)
+    return unique
 
 
 @dataclass
