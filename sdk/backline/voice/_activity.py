@@ -402,7 +402,8 @@ class AgentActivity:
                 msg = ChatMessage(
                     role="assistant",
                     content=result.text,
-                    interrupted=result.interrupted,
+                    # A reply the model failed to finish is cut off, as by a barge-in.
+                    interrupted=result.interrupted or error is not None,
                     created_at=step.text_at or time.time(),
                 )
                 self.record([msg], speech)
