@@ -5,7 +5,6 @@ items 5 and 6)."""
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Callable
 from typing import Any
 
 import pytest
@@ -15,33 +14,14 @@ from backline.llm import ChatChunk, ChatContext, LLMError, TextDelta
 from backline.llm.anthropic import AnthropicLLM
 from backline.testing import ScriptedLLM, VirtualClock, error, text
 from backline.testing import fake_anthropic as fa
+from tests import anthropic_kit
+from tests.anthropic_kit import MakeLLM
 from tests.conftest import Recorder
 
-MakeLLM = Callable[..., AnthropicLLM]
+server = anthropic_kit.server  # the shared fixtures
+make_llm = anthropic_kit.make_llm
+
 GUARD = 20.0  # a bound on each test's waits, never reached when the code is right
-
-
-@pytest.fixture
-async def server() -> AsyncIterator[fa.FakeAnthropicServer]:
-    async with fa.FakeAnthropicServer() as s:
-        yield s
-
-
-@pytest.fixture
-async def make_llm(server: fa.FakeAnthropicServer) -> AsyncIterator[MakeLLM]:
-    made: list[AnthropicLLM] = []
-
-    def make(**kwargs: Any) -> AnthropicLLM:
-        kwargs.setdefault("base_url", server.url)
-        kwargs.setdefault("api_key", "test-key")
-        kwargs.setdefault("retry_base_delay", 0.001)
-        llm = AnthropicLLM(**kwargs)
-        made.append(llm)
-        return llm
-
-    yield make
-    for llm in made:
-        await llm.aclose()
 
 
 def hi() -> ChatContext:
