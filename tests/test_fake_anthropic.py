@@ -332,6 +332,16 @@ def test_scripted_llm_errors_become_http_errors(server: FakeAnthropicServer) -> 
     assert [type(e) for e in server.script_errors] == [TypeError]
 
 
+def test_a_scripted_error_after_text_is_an_error_event_after_that_text(
+    server: FakeAnthropicServer,
+) -> None:
+    server.push(scripted_error(LLMError("busy", status=529), text="Partial words"))
+    events = sse_events(server, body(stream=True))
+    deltas = [e["delta"]["text"] for e in events if e["type"] == "content_block_delta"]
+    assert deltas == ["Partial ", "words"]
+    assert events[-1]["error"] == {"type": "overloaded_error", "message": "busy"}
+
+
 def test_last_user_text_skips_system_reminders_and_tool_results() -> None:
     request = AnthropicRequest(
         index=1,

@@ -21,7 +21,7 @@ from backline import (
     function_tool,
 )
 from backline.io._view import preview_state
-from backline.llm import json_snapshot
+from backline.llm import json_snapshot, serialize_tool_output
 from backline.testing import ScriptedLLM, VirtualClock, text, tool_calls
 from tests.background_kit import ctx_of, forever
 from tests.conftest import Recorder
@@ -294,3 +294,9 @@ def test_limits_are_positive_and_a_session_takes_only_limits() -> None:
     with pytest.raises(TypeError, match=r"limits must be a backline\.Limits"):
         Session(ScriptedLLM(), limits={"max_send_chars": 10})  # type: ignore[arg-type]
     assert Session(ScriptedLLM()).limits == Limits()
+
+
+def test_an_integer_too_large_for_json_is_refused_not_failed_later() -> None:
+    assert serialize_tool_output([10**4000]) == "[" + "1" + "0" * 4000 + "]"
+    with pytest.raises(ValueError, match=r'value\["a"\]\[0\] is an integer too large for JSON'):
+        serialize_tool_output({"a": [10**5000]})

@@ -26,12 +26,12 @@ from typing import Any, NamedTuple
 
 from ..limits import DEFAULT_LIMITS, cut_marker, truncate_text
 
-_SCALARS = (str, int, float, bool, type(None))
+_BIG = 10**4000  # integers this large may have more digits than Python turns into text
 
 CUT_KEY = "[truncated]"
 """The key of the marker entry that ends a dict cut at a size limit."""
 
-RULE = (
+_RULE = (
     "must be a string, number, bool, None, or a list/tuple/set/dict of those "
     "(finite numbers; dict keys str, int, float or bool)"
 )
@@ -108,8 +108,8 @@ class _Walk:
         if t is int or t is float:
             if self.budget != math.inf:
                 self.budget -= len(self.number(v))
-            elif t is float and not math.isfinite(v):
-                self.number(v)
+            elif (t is float and not math.isfinite(v)) or (t is int and not -_BIG < v < _BIG):
+                self.number(v)  # raises if JSON cannot have it
             return v
         if v is None:
             self.budget -= 4
@@ -130,7 +130,7 @@ class _Walk:
             return self.value(float(v), depth)
         if isinstance(v, list | tuple | set | frozenset | dict):
             return self.container(v, depth)
-        raise _Invalid(f"is {_describe(v)}; a value {RULE}")
+        raise _Invalid(f"is {_describe(v)}; a value {_RULE}")
 
     def container(self, v: Any, depth: int) -> Any:
         key = id(v)

@@ -297,6 +297,14 @@ def coerce_response(value: ResponseLike) -> AnthropicResponse:
         if value.error is not None:
             status = getattr(value.error, "status", None)
             code = status if isinstance(status, int) and status >= 400 else 500
+            if value.text:  # fails after its text: an ``error`` event mid-stream
+                return stream_error(
+                    ERROR_TYPES.get(code, "api_error"),
+                    str(value.error),
+                    text=value.text,
+                    delay=value.delay,
+                    chunk_delay=value.chunk_delay,
+                )
             return error(code, message=str(value.error), delay=value.delay)
         return AnthropicResponse(
             text=value.text,
