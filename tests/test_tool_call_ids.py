@@ -96,15 +96,20 @@ async def test_through_the_anthropic_adapter_both_results_reach_the_model(
         fa.text("Both done."),
     )
     llm = AnthropicLLM(base_url=server.url, api_key="test", retry_base_delay=0.001)
+    errors: list[Any] = []
     try:
         async with Session(llm) as session:
+            session.on("error", errors.append)
             await session.start(Agent("Help.", tools=[left, right]))
             await session.run(user_input="both")
+            last = session.history.items[-1]
     finally:
         await llm.aclose()
     assert sorted(ran) == ["left", "right"]
+    # The (validating) server accepted the history: no error, the model answered.
+    assert errors == [] and getattr(last, "content", None) == "Both done."
+    assert len(server.requests) == 2
     second = server.requests[1]
-    assert second.completed and len(server.requests) == 2  # the API accepted the history
     (assistant,) = [m for m in second.messages if m["role"] == "assistant"]
     uses = [(b["id"], b["name"]) for b in assistant["content"] if b["type"] == "tool_use"]
     assert uses == [("toolu_same", "left"), ("toolu_same_2", "right")]

@@ -16,7 +16,7 @@ from ..llm.llm import LLM, TextDelta, ToolCallChunk, Usage
 from ..llm.tools import FunctionTool, NamedToolChoice, ToolChoice
 from ._context import current_call, current_on_enter
 from ._tasks import Signal, TaskScope, cancel_and_wait, first_completed
-from ._tool_runner import CANCELLED_OUTPUT, CallState, ToolOutcome, unique_call_id
+from ._tool_runner import CANCELLED_OUTPUT, CallState, ToolOutcome
 from .agent import Agent, AgentTask
 from .events import ErrorEvent, FunctionToolsExecuted
 from .io import PlayoutResult, TextOutput
@@ -44,7 +44,6 @@ class _Step:
     calls: list[CallState] = field(default_factory=list)
     over_limit: bool = False
     usage: Usage | None = None
-    call_ids: set[str] | None = None  # ids in use: this agent's context and this step
 
 
 class AgentActivity:
@@ -449,10 +448,8 @@ class AgentActivity:
                         if step_index >= session.max_tool_steps:
                             step.over_limit = True
                             continue
-                        if step.call_ids is None:
-                            step.call_ids = _call_ids(self.agent.chat_ctx.items)
                         call = FunctionCall(
-                            call_id=unique_call_id(chunk.call_id, step.call_ids, chunk.name),
+                            call_id=runner.unique_call_id(chunk.call_id, chunk.name),
                             name=chunk.name,
                             arguments=chunk.arguments,
                         )
@@ -507,10 +504,6 @@ class AgentActivity:
             return
         outcomes = await self._await_calls(calls, speech)
         self.record([o.output for o in outcomes if o.output is not None], speech)
-
-
-def _call_ids(items: Any) -> set[str]:
-    return {it.call_id for it in items if isinstance(it, FunctionCall)}
 
 
 def _settled(st: CallState) -> bool:

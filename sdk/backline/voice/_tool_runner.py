@@ -44,28 +44,6 @@ TOOL_REPLY_MAYBE_COVERED = (
 )
 
 
-def unique_call_id(call_id: str, taken: set[str], name: str) -> str:
-    """``call_id``, or a fresh id when it is empty or already ``taken`` (a model or an
-    adapter that repeats ids): each call must pair with its own output. The id
-    returned is added to ``taken``."""
-    unique = call_id
-    if not unique:
-        unique = new_id("call_")
-    elif unique in taken:
-        n = 2
-        while f"{call_id}_{n}" in taken:
-            n += 1
-        unique = f"{call_id}_{n}"
-        logger.warning(
-            "the model gave tool call %r (%s) an id that is already in use; it runs as %r",
-            call_id,
-            name,
-            unique,
-        )
-    taken.add(unique)
-    return unique
-
-
 @dataclass
 class ToolOutcome:
     """How a call ended, as far as the speech that made it is concerned."""
@@ -143,6 +121,31 @@ class ToolRunner:
         )
         self.update_template = update_template
         self.running: set[CallState] = set()
+        self._call_ids: set[str] | None = None  # every call id in the history (built lazily)
+
+    def unique_call_id(self, call_id: str, name: str) -> str:
+        """``call_id``, or a fresh id when it is empty or already in the session's history
+        (a model or an adapter that repeats ids): each call pairs with its own output."""
+        taken = self._call_ids
+        if taken is None:
+            items = self.session.history.items
+            taken = self._call_ids = {it.call_id for it in items if isinstance(it, FunctionCall)}
+        unique = call_id
+        if not unique:
+            unique = new_id("call_")
+        elif unique in taken:
+            n = 2
+            while f"{call_id}_{n}" in taken:
+                n += 1
+            unique = f"{call_id}_{n}"
+            logger.warning(
+                "the model gave tool call %r (%s) an id that is already in use; it runs as %r",
+                call_id,
+                name,
+                unique,
+            )
+        taken.add(unique)
+        return unique
 
     def start(
         self,
@@ -293,6 +296,8 @@ class ToolRunner:
     async def enqueue_pair(
         self, state: CallState, call_id: str, text: str, *, is_error: bool
     ) -> None:
+        if self._call_ids is not None:
+            self._call_ids.add(call_id)
         call = FunctionCall(call_id=call_id, name=state.call.name, arguments="{}")
         out = FunctionCallOutput(
             call_id=call_id, name=state.call.name, output=text, is_error=is_error
