@@ -10,7 +10,8 @@ from typing import Any
 import pytest
 
 from backline import Agent, ChatMessage, ErrorEvent, Session
-from backline.llm import ChatChunk, ChatContext, LLMError, TextDelta
+from backline.io._diagnostics import describe_error
+from backline.llm import ChatChunk, ChatContext, LLMError, LLMTimeoutError, TextDelta
 from backline.llm.anthropic import AnthropicLLM
 from backline.testing import ScriptedLLM, VirtualClock, error, text
 from backline.testing import fake_anthropic as fa
@@ -47,7 +48,11 @@ async def test_a_ping_only_stream_fails_at_the_first_token_deadline(
     assert got == []
     message = str(info.value)
     assert "no output within 0.3s of the request (first_token_timeout of AnthropicLLM)" in message
-    assert info.value.retryable
+    assert isinstance(info.value, LLMTimeoutError) and info.value.retryable
+    # A front end says the model stalled, not that the network is down.
+    assert describe_error(info.value, llm="anthropic").startswith(
+        "The model did not answer in time"
+    )
     assert (await server.wait_for_disconnect_async(GUARD)).disconnected
     assert len(server.requests) == 1  # a passed deadline is not retried
 
@@ -60,6 +65,7 @@ async def test_a_stream_that_stalls_after_text_fails_at_the_response_deadline(
     with pytest.raises(LLMError) as info:
         await consume(make_llm(first_token_timeout=10, response_timeout=0.5), got)
     assert got == [TextDelta("Partial "), TextDelta("answer")]
+    assert isinstance(info.value, LLMTimeoutError)
     assert "the response did not finish within 0.5s (response_timeout" in str(info.value)
     assert "cut off after output had started" in str(info.value)
     assert (await server.wait_for_disconnect_async(GUARD)).disconnected

@@ -14,7 +14,16 @@ from .chat_context import (
     Role,
     item_to_dict,
 )
-from .llm import LLM, ChatChunk, LLMError, LLMStream, TextDelta, ToolCallChunk, Usage
+from .llm import (
+    LLM,
+    ChatChunk,
+    LLMError,
+    LLMStream,
+    LLMTimeoutError,
+    TextDelta,
+    ToolCallChunk,
+    Usage,
+)
 from .realtime import RealtimeSession
 from .tool_output import (
     JsonSnapshot,
@@ -50,6 +59,7 @@ __all__ = [
     "JsonSnapshot",
     "LLMError",
     "LLMStream",
+    "LLMTimeoutError",
     "NamedToolChoice",
     "RealtimeSession",
     "Role",

@@ -21,7 +21,7 @@ import httpx2
 from ..limits import DEFAULT_LIMITS
 from ._anthropic_convert import convert_context, convert_tool_choice, convert_tools
 from .chat_context import ChatContext
-from .llm import ChatChunk, LLMError, LLMStream, TextDelta, ToolCallChunk, Usage
+from .llm import ChatChunk, LLMError, LLMStream, LLMTimeoutError, TextDelta, ToolCallChunk, Usage
 from .tools import FunctionTool, ToolChoice
 
 if TYPE_CHECKING:
@@ -325,7 +325,7 @@ class AnthropicLLM:
 
     def _deadline_error(
         self, e: _DeadlinePassed, output_started: bool, last: _Failure | None
-    ) -> LLMError:
+    ) -> LLMTimeoutError:
         if e.which == "first_token_timeout":
             what = f"no output within {e.seconds:g}s of the request"
         else:
@@ -336,9 +336,8 @@ class AnthropicLLM:
             tail = f"; the last attempt failed: {last.message}"
         else:
             tail = ""
-        return LLMError(
-            f"Anthropic API at {self._client.base_url}: {what} ({e.which} of AnthropicLLM)" + tail,
-            retryable=True,
+        return LLMTimeoutError(
+            f"Anthropic API at {self._client.base_url}: {what} ({e.which} of AnthropicLLM)" + tail
         )
 
     def _backoff(self, attempt: int, retry_after: float | None) -> float:
