@@ -19,10 +19,46 @@ TRUNCATION_MARKER = (
 )
 """Appended to text cut at a limit, so a model and a person both see that it was cut."""
 
+CUT_MARKER = "[... truncated: {cut} more {unit} cut ({what} is limited to {limit} characters)]"
+"""Put where part of a structured value was cut: the rest of a long string inside it, a
+list's last item, a dict's ``"[truncated]"`` entry."""
+
 
 @dataclass(frozen=True)
 class Limits:
     """Bounds on what a session accepts. Every field is a positive number."""
+
+    max_tool_output_chars: int = 32_000
+    """A tool's result as the model reads it (a return value's text or JSON, an update,
+    a ``ToolError`` message). Longer output is cut with a visible marker and a warning
+    naming the tool is logged."""
+
+    max_send_chars: int = 8_000
+    """One background ``ctx.send(text)``. Longer text is cut with a visible marker (the
+    voice agent, the history and front ends get the cut text) and a warning is logged."""
+
+    max_state_chars: int = 32_000
+    """A background's ``ctx.set_state(value)``, measured as its JSON text. A larger value
+    is stored cut: long strings shortened, lists and dicts ended early with a marker item.
+    What is cut is not examined, so a huge state costs no more than this. A warning is
+    logged the first time a background's state is cut."""
+
+    max_page_state_chars: int = 8_000
+    """The copy of a background's state a front end shows (the web page): cut like
+    ``max_state_chars`` (``preview_state`` in ``backline.io._view``)."""
+
+    max_value_depth: int = 64
+    """How deeply a tool output or a state value may nest (lists and dicts inside each
+    other). Deeper is an error that names where."""
+
+    llm_first_token_timeout: float = 30.0
+    """Seconds from a model request to its first output (text or a tool call), retries
+    included; then the request fails with ``LLMError``. ``AnthropicLLM``'s default."""
+
+    llm_response_timeout: float = 180.0
+    """Seconds from a model request to the end of its response; then the request fails
+    with ``LLMError`` (a partial reply is kept, marked interrupted). ``AnthropicLLM``'s
+    default."""
 
     def __post_init__(self) -> None:
         for f in fields(self):
@@ -49,3 +85,8 @@ def truncate_text(text: str, limit: int, what: str) -> tuple[str, bool]:
     cut = len(text) - limit
     marker = TRUNCATION_MARKER.format(cut=cut, total=len(text), what=what, limit=limit)
     return text[:limit] + marker, True
+
+
+def cut_marker(cut: int, unit: str, what: str, limit: int) -> str:
+    """The marker for ``cut`` more ``unit`` (characters, items, keys) left out of ``what``."""
+    return CUT_MARKER.format(cut=cut, unit=unit, what=what, limit=limit)

@@ -12,7 +12,7 @@ from starlette.websockets import WebSocket, WebSocketDisconnect
 
 from ...llm.chat_context import AgentHandoff, ChatMessage, FunctionCall
 from .._diagnostics import describe_error
-from .._view import shorten, summarize_state
+from .._view import preview_state, shorten, summarize_state
 from . import protocol
 from ._output import WebOutput
 
@@ -88,7 +88,11 @@ class WebTab:
         s.on(
             "background_state",
             lambda ev: self._send(
-                protocol.background_state(ev.background_id, ev.state, summarize_state(ev.state))
+                protocol.background_state(
+                    ev.background_id,
+                    preview_state(ev.state, s.limits.max_page_state_chars),
+                    summarize_state(ev.state),
+                )
             ),
         )
         s.on(
