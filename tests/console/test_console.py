@@ -83,7 +83,7 @@ def test_plain_console_streams_and_quits() -> None:
 
 
 # -- a line over the limit (issue 13, item 13) -------------------------------------------------
-LONG = 70_000  # over asyncio's 64 KiB line limit, and over Limits.user_turn_chars
+LONG = 70_000  # over asyncio's 64 KiB line limit, and over Limits.max_user_turn_chars
 
 
 def run_piped(lines: str) -> subprocess.CompletedProcess[str]:

@@ -82,7 +82,7 @@ def test_what_a_plugin_prints_while_loading_is_kept_off_stdout(
     assert capsys.readouterr().out == "the host's own output\n"
     assert info.printed is not None
     assert info.printed.startswith("hello from the import\nand from the hook\nxxx")
-    # Cut at Limits.plugin_output_chars (2000), with the rest counted.
+    # Cut at Limits.max_plugin_output_chars (2000), with the rest counted.
     assert info.printed.endswith("[... 3041 more characters not kept]")
     assert f"plugin '{chatty}' printed while loading" in caplog.text
     assert info.to_dict()["printed"] == info.printed
@@ -114,7 +114,7 @@ def test_an_import_that_hangs_is_abandoned_after_the_bound(
     name, _ = gate
     ok = good_plugin(site)
     stuck = broken_plugin(site, f"import {name}\n{name}.event.wait(60)\n")
-    limits = Limits(plugin_load_seconds=0.2)
+    limits = Limits(plugin_load_timeout=0.2)
 
     manager = PluginManager(allow=[ok["name"], stuck], limits=limits).load()
 
@@ -122,7 +122,7 @@ def test_an_import_that_hangs_is_abandoned_after_the_bound(
     assert info.status == "failed"
     assert info.error is not None
     assert info.error.startswith(f"importing {info.module} did not finish within 0.2 s")
-    assert "BACKLINE_PLUGIN_LOAD_SECONDS" in info.error
+    assert "BACKLINE_PLUGIN_LOAD_TIMEOUT" in info.error
     assert manager.plugin(ok["name"]).status == "loaded"
 
 
@@ -139,7 +139,7 @@ def test_a_registration_hook_that_hangs_fails_the_plugin_and_registers_nothing(
         "    register(lambda: None)\n",
     )
 
-    manager = PluginManager(allow=[stuck], limits=Limits(plugin_load_seconds=0.2)).load()
+    manager = PluginManager(allow=[stuck], limits=Limits(plugin_load_timeout=0.2)).load()
 
     info = manager.plugin(stuck)
     assert info.status == "failed"
@@ -152,12 +152,12 @@ def test_a_registration_hook_that_hangs_fails_the_plugin_and_registers_nothing(
 
 
 def test_the_load_bound_comes_from_the_environment() -> None:
-    manager = PluginManager.from_environment({"BACKLINE_PLUGIN_LOAD_SECONDS": "2.5"})
+    manager = PluginManager.from_environment({"BACKLINE_PLUGIN_LOAD_TIMEOUT": "2.5"})
     assert manager._isolation.seconds == 2.5
-    bad = PluginManager.from_environment({"BACKLINE_PLUGIN_LOAD_SECONDS": "soon"})
-    assert bad._isolation.seconds == Limits().plugin_load_seconds
+    bad = PluginManager.from_environment({"BACKLINE_PLUGIN_LOAD_TIMEOUT": "soon"})
+    assert bad._isolation.seconds == Limits().plugin_load_timeout
     assert bad.warnings == [
-        "BACKLINE_PLUGIN_LOAD_SECONDS='soon' is not a positive number of seconds; using 30"
+        "BACKLINE_PLUGIN_LOAD_TIMEOUT='soon' is not a positive number of seconds; using 30"
     ]
 
 
@@ -188,7 +188,7 @@ def test_plugins_json_stays_clean_with_misbehaving_plugins(site: FakeSite) -> No
     result = run_backline(
         "plugins",
         "--json",
-        env=site.env(BACKLINE_PLUGINS=allow, BACKLINE_PLUGIN_LOAD_SECONDS="1"),
+        env=site.env(BACKLINE_PLUGINS=allow, BACKLINE_PLUGIN_LOAD_TIMEOUT="1"),
     )
 
     listed = plugins_json(result)  # stdout is JSON and nothing else

@@ -63,7 +63,7 @@ async def test_a_burst_of_states_reaches_the_page_as_the_latest_one() -> None:
 async def test_a_page_that_stops_reading_is_dropped_with_a_reason(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
-    limits = Limits(web_queue_messages=50, web_queue_bytes=512 * 1024)
+    limits = Limits(max_web_queue_messages=50, max_web_queue_bytes=512 * 1024)
     closed = asyncio.Event()
 
     @background("chatty", description="Never stops talking.")

@@ -6,7 +6,7 @@ live status line shows the agent state and each background's state. In a real
 terminal it uses prompt_toolkit (the status line is a bottom toolbar and the
 reply in progress streams there); otherwise it prints plain lines. Ctrl-C,
 Ctrl-D or ``/quit`` close the session cleanly (bounded). A line longer than
-``Limits.user_turn_chars`` is refused with a message, and the console goes on.
+``Limits.max_user_turn_chars`` is refused with a message, and the console goes on.
 """
 
 from __future__ import annotations
@@ -146,7 +146,7 @@ async def run_console(
 ) -> None:
     """Run a conversation in the terminal until the user quits; closes the session.
 
-    A line longer than ``limits.user_turn_chars`` is not sent: the console says so
+    A line longer than ``limits.max_user_turn_chars`` is not sent: the console says so
     and reads the next one.
     """
     stdin = stdin or sys.stdin
@@ -206,7 +206,7 @@ async def _run_plain(
         emit(banner + "\n")
     loop = asyncio.get_running_loop()
     # Room for the longest turn in UTF-8; a longer line is skipped, never buffered whole.
-    reader = asyncio.StreamReader(limit=limits.user_turn_chars * _UTF8_MAX + 2)
+    reader = asyncio.StreamReader(limit=limits.max_user_turn_chars * _UTF8_MAX + 2)
     transport = None
     with contextlib.suppress(ValueError, OSError, NotImplementedError):
         transport, _ = await loop.connect_read_pipe(
@@ -313,10 +313,10 @@ async def _read_bounded_line(reader: asyncio.StreamReader) -> str | _Overlong | 
 
 
 def _too_long_message(size: str, limits: Limits) -> str:
-    """What the console says about a line over ``limits.user_turn_chars``."""
+    """What the console says about a line over ``limits.max_user_turn_chars``."""
     return (
         f"[not sent] that line has {size}; a turn can have at most "
-        f"{limits.user_turn_chars:,} characters (Limits.user_turn_chars). Shorten it, or "
+        f"{limits.max_user_turn_chars:,} characters (Limits.max_user_turn_chars). Shorten it, or "
         "put long text in a file and tell the agent where it is.\n"
     )
 
@@ -342,7 +342,7 @@ async def _converse(
             line = line.strip()
             if line in QUIT_COMMANDS:
                 break
-            if len(line) > limits.user_turn_chars:
+            if len(line) > limits.max_user_turn_chars:
                 emit(_too_long_message(f"{len(line):,} characters", limits))
             elif line:
                 session.push_user_turn(line)

@@ -2,7 +2,7 @@
 caught, and its writes to ``sys.stdout`` kept off the real stdout.
 
 A plugin's import (and each registration hook) runs in a daemon thread that the
-loader waits on for at most ``Limits.plugin_load_seconds``. The thread catches
+loader waits on for at most ``Limits.plugin_load_timeout``. The thread catches
 ``BaseException``, so ``sys.exit()``, ``KeyboardInterrupt`` or a custom
 ``BaseException`` raised by a plugin fail that plugin only, while a real Ctrl-C
 still reaches the main thread (which is only waiting). An import cannot be
@@ -10,7 +10,7 @@ cancelled: one that does not finish in time is abandoned, still running, and the
 plugin is marked failed; the thread is a daemon, so it never holds up exit.
 
 While plugins load, ``sys.stdout`` is a router: what a plugin's thread prints is
-kept (up to ``Limits.plugin_output_chars``) and reported with the plugin; every
+kept (up to ``Limits.max_plugin_output_chars``) and reported with the plugin; every
 other thread writes through as usual. Writes that bypass ``sys.stdout`` (to file
 descriptor 1 directly, from C code or a child process) are not caught.
 """
@@ -155,7 +155,7 @@ class Isolation:
                 error=PluginTimeout(
                     f"{what} did not finish within {self.seconds:g} s, so the plugin was "
                     "skipped (it may hang while loading; on a slow machine, raise the bound "
-                    "with BACKLINE_PLUGIN_LOAD_SECONDS)"
+                    "with BACKLINE_PLUGIN_LOAD_TIMEOUT)"
                 )
             )
         outcome.printed = capture.text()

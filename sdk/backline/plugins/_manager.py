@@ -2,7 +2,7 @@
 
 Each plugin loads on its own: an import error (any ``BaseException``, even
 ``SystemExit``), an import or a registration hook that does not finish within
-``Limits.plugin_load_seconds``, a hook validation error, a registration hook that
+``Limits.plugin_load_timeout``, a hook validation error, a registration hook that
 raises, or a clash marks that plugin ``failed`` (with its error) and undoes
 whatever it had registered; the others load. What a plugin prints while loading
 is kept off stdout and reported with it (``_isolation``). Strict mode
@@ -51,7 +51,7 @@ ENTRY_POINT_GROUP = PROJECT_NAME
 ENV_ALLOW = "BACKLINE_PLUGINS"
 ENV_DENY = "BACKLINE_DISABLE_PLUGINS"
 ENV_STRICT = "BACKLINE_STRICT_PLUGINS"
-ENV_LOAD_SECONDS = "BACKLINE_PLUGIN_LOAD_SECONDS"
+ENV_LOAD_TIMEOUT = "BACKLINE_PLUGIN_LOAD_TIMEOUT"
 
 BUILTIN_PLUGINS: tuple[tuple[str, str], ...] = (("anthropic", "backline.plugins._builtin"),)
 """Built-in plugins, ``(name, module)``: registered exactly like installed ones."""
@@ -121,7 +121,7 @@ class PluginManager:
         self._deny = frozenset(normalize_name(n) for n in deny)
         self.strict = strict
         self._isolation = Isolation(
-            seconds=limits.plugin_load_seconds, output_chars=limits.plugin_output_chars
+            seconds=limits.plugin_load_timeout, output_chars=limits.max_plugin_output_chars
         )
         self._infos: list[PluginInfo] = []
         self._printed: dict[str, tuple[str, int]] = {}  # name -> (kept, total chars)
@@ -141,10 +141,10 @@ class PluginManager:
         entry_points: bool = True,
     ) -> PluginManager:
         """A manager configured from ``BACKLINE_PLUGINS``, ``BACKLINE_DISABLE_PLUGINS``,
-        ``BACKLINE_STRICT_PLUGINS`` and ``BACKLINE_PLUGIN_LOAD_SECONDS`` (not loaded
+        ``BACKLINE_STRICT_PLUGINS`` and ``BACKLINE_PLUGIN_LOAD_TIMEOUT`` (not loaded
         yet: call ``load()``)."""
         env = os.environ if environ is None else environ
-        limits, problem = _limits_from(env.get(ENV_LOAD_SECONDS))
+        limits, problem = _limits_from(env.get(ENV_LOAD_TIMEOUT))
         manager = cls(
             builtins=builtins,
             entry_points=entry_points,
@@ -562,15 +562,15 @@ def _builtin_disabled(name: str, by: str) -> str:
 
 
 def _limits_from(seconds: str | None) -> tuple[Limits, str | None]:
-    """The limits with ``BACKLINE_PLUGIN_LOAD_SECONDS`` applied, and a warning if invalid."""
+    """The limits with ``BACKLINE_PLUGIN_LOAD_TIMEOUT`` applied, and a warning if invalid."""
     if seconds is None or not seconds.strip():
         return DEFAULT_LIMITS, None
     try:
-        return DEFAULT_LIMITS.with_(plugin_load_seconds=float(seconds)), None
+        return DEFAULT_LIMITS.with_(plugin_load_timeout=float(seconds)), None
     except ValueError:
-        default = DEFAULT_LIMITS.plugin_load_seconds
+        default = DEFAULT_LIMITS.plugin_load_timeout
         return DEFAULT_LIMITS, (
-            f"{ENV_LOAD_SECONDS}={seconds!r} is not a positive number of seconds; using {default:g}"
+            f"{ENV_LOAD_TIMEOUT}={seconds!r} is not a positive number of seconds; using {default:g}"
         )
 
 

@@ -132,7 +132,7 @@ class PluginInfo:
     ``"failed"``; ``exception`` is the original error, for tracebacks;
     ``disabled_by`` names the variable that disabled it; ``printed`` is what it
     printed to stdout while loading (kept off stdout, cut at
-    ``Limits.plugin_output_chars``).
+    ``Limits.max_plugin_output_chars``).
     """
 
     name: str

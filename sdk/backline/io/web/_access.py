@@ -16,7 +16,7 @@ Three checks, in order:
    The cookie is ``HttpOnly`` and ``SameSite=Strict`` and names the port (cookies
    are per host, not per port).
 
-A sign-in code works once, within ``Limits.web_sign_in_seconds``. If a used code is
+A sign-in code works once, within ``Limits.web_sign_in_timeout``. If a used code is
 presented again, someone else may have read it (a browser's command line is visible
 to other local users): the session it signed in is revoked (``on_revoke``) and a
 warning is logged.
@@ -63,9 +63,9 @@ def is_loopback(host: str) -> bool:
 
 def check_token(token: str | None, limits: Limits = DEFAULT_LIMITS) -> None:
     """Refuse a chosen access token too short to be a password (``ValueError``)."""
-    if token is not None and len(token) < limits.web_token_min_chars:
+    if token is not None and len(token) < limits.min_web_token_chars:
         raise ValueError(
-            f"the access token must have at least {limits.web_token_min_chars} characters "
+            f"the access token must have at least {limits.min_web_token_chars} characters "
             f"(got {len(token)}): it is the page's only password. Leave it out for a random "
             "one, or make one with `python -c 'import secrets; print(secrets.token_urlsafe(24))'`"
         )
@@ -156,9 +156,9 @@ class Access:
 
     # -- sign-in codes ------------------------------------------------------------------------
     def new_code(self) -> str:
-        """A one-time sign-in code, valid for ``limits.web_sign_in_seconds``."""
+        """A one-time sign-in code, valid for ``limits.web_sign_in_timeout``."""
         code = secrets.token_urlsafe(16)
-        self._codes[code] = _Code(expires=self._clock() + self.limits.web_sign_in_seconds)
+        self._codes[code] = _Code(expires=self._clock() + self.limits.web_sign_in_timeout)
         return code
 
     def redeem(self, code: str) -> str | Refusal:
@@ -176,7 +176,7 @@ class Access:
             )
         if self._clock() > entry.expires:
             return Refusal(
-                f"this sign-in link expired (it works for {self.limits.web_sign_in_seconds:g} s)."
+                f"this sign-in link expired (it works for {self.limits.web_sign_in_timeout:g} s)."
             )
         entry.grant = f"code-{next(self._code_numbers)}"
         value = secrets.token_urlsafe(32)

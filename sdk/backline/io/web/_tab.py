@@ -1,7 +1,7 @@
 """One browser tab: its own session, the events it forwards and the messages it reads.
 
-What goes to the page waits in a ``BoundedQueue`` (``Limits.web_queue_messages`` and
-``web_queue_bytes``): a page that stops reading cannot grow the server. Background
+What goes to the page waits in a ``BoundedQueue`` (``Limits.max_web_queue_messages`` and
+``max_web_queue_bytes``): a page that stops reading cannot grow the server. Background
 states coalesce (the latest per background is sent, built when it is sent); a tab
 that falls further behind than the bounds is dropped with close code 4008.
 """
@@ -113,7 +113,7 @@ class WebTab:
         self._ws = websocket
         self._agent = agent
         self._outbox: BoundedQueue[_Outgoing] = BoundedQueue(
-            max_items=limits.web_queue_messages, max_cost=limits.web_queue_bytes, cost=_size
+            max_items=limits.max_web_queue_messages, max_cost=limits.max_web_queue_bytes, cost=_size
         )
         self._ended: asyncio.Future[None] = asyncio.get_running_loop().create_future()
         self._sources: dict[str, str] = {}

@@ -75,8 +75,8 @@ ClientMessage: TypeAlias = (
 def parse_client_message(raw: str | bytes, limits: Limits = DEFAULT_LIMITS) -> ClientMessage:
     """Parse and validate one client message; raises ``ProtocolError`` saying what is wrong
     (never another exception, whatever ``raw`` holds)."""
-    if len(raw) > limits.web_message_bytes:
-        raise ProtocolError(f"message too large (more than {limits.web_message_bytes} bytes)")
+    if len(raw) > limits.max_web_message_bytes:
+        raise ProtocolError(f"message too large (more than {limits.max_web_message_bytes} bytes)")
     try:
         data = json.loads(raw)
     except (ValueError, UnicodeDecodeError) as e:
@@ -92,9 +92,9 @@ def parse_client_message(raw: str | bytes, limits: Limits = DEFAULT_LIMITS) -> C
         text = _field(data, "text", str).strip()
         if not text:
             raise ProtocolError("user_turn: 'text' is empty")
-        if len(text) > limits.user_turn_chars:
+        if len(text) > limits.max_user_turn_chars:
             raise ProtocolError(
-                f"user_turn: 'text' is longer than {limits.user_turn_chars} characters"
+                f"user_turn: 'text' is longer than {limits.max_user_turn_chars} characters"
             )
         return UserTurn(text=text)
     if kind == "user_started_speaking":

@@ -86,7 +86,7 @@ class WebServer:
     ``sign_in_url()`` is a one-time link without the token, for opening a browser. At
     most ``max_tabs`` tabs run at once; closing a tab closes its session (bounded),
     and leaving the context closes every session. ``limits`` bounds what each tab
-    reads and queues (``Limits.web_*``, ``user_turn_chars``).
+    reads and queues (``Limits.web_*``, ``max_user_turn_chars``).
     """
 
     def __init__(
@@ -148,7 +148,7 @@ class WebServer:
 
     def sign_in_url(self) -> str:
         """A new one-time link to the page, without the token (what ``open_browser``
-        opens): it works once, within ``Limits.web_sign_in_seconds``, and signs that
+        opens): it works once, within ``Limits.web_sign_in_timeout``, and signs that
         browser in with a cookie."""
         return f"{self.base_url}/?code={self.access.new_code()}"
 
@@ -177,7 +177,7 @@ class WebServer:
             log_level="warning",
             access_log=False,  # the URLs carry the token
             ws="websockets-sansio",
-            ws_max_size=self.limits.web_message_bytes,
+            ws_max_size=self.limits.max_web_message_bytes,
             lifespan="on",
             timeout_graceful_shutdown=int(CLOSE_TIMEOUT) + 2,
         )
