@@ -103,3 +103,20 @@ async def test_a_page_that_stops_reading_is_dropped_with_a_reason(
 async def read_to_the_end(client: Client) -> None:
     while True:
         await client.expect_any()
+
+
+async def test_bounds_too_small_for_one_message_end_the_tab_cleanly() -> None:
+    limits = Limits(max_web_queue_messages=1, max_web_queue_bytes=1)  # not even hello fits
+
+    def factory() -> tuple[Session[Any], Agent]:
+        return Session(ScriptedLLM(voice_model)), Agent("Be brief.")
+
+    async with (
+        WebServer(factory, limits=limits) as web,
+        connect(ws_url(web), subprotocols=[SUBPROTOCOL], open_timeout=TIMEOUT) as ws,  # type: ignore[list-item]
+    ):
+        client = Client(ws)
+        with pytest.raises(ConnectionClosed) as info:
+            await read_to_the_end(client)
+    assert [m["type"] for m in client.seen] == ["error", "closed"]
+    assert info.value.rcvd is not None and info.value.rcvd.code == 4008

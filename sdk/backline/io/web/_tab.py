@@ -42,10 +42,12 @@ CLOSE_TOO_FAR_BEHIND = 4008
 
 @dataclass(frozen=True)
 class _Close:
-    """Close the socket with ``code`` (the writer's last item)."""
+    """Send ``last`` (encoded messages), then close the socket with ``code``: the writer's
+    last item (one item, so it always fits in the queue)."""
 
     code: int
     reason: str = ""
+    last: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -161,9 +163,8 @@ class WebTab:
             return
         self._outbox.clear()
         error = protocol.error(message, source="server", recoverable=False)
-        self._outbox.put(protocol.encode(error))
-        self._outbox.put(protocol.encode(protocol.closed(reason)))
-        self._outbox.put(_Close(code, reason.replace("_", " ")))
+        last = (protocol.encode(error), protocol.encode(protocol.closed(reason)))
+        self._outbox.put(_Close(code, reason.replace("_", " "), last))
         self._ended.set_result(None)
 
     def _describe(self, speech_id: str) -> tuple[str | None, str | None]:
@@ -266,6 +267,8 @@ class WebTab:
             item = await self._outbox.get()
             try:
                 if isinstance(item, _Close):
+                    for text in item.last:
+                        await self._ws.send_text(text)
                     await self._ws.close(item.code, item.reason)
                     return
                 if isinstance(item, _State):
