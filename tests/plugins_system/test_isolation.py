@@ -166,12 +166,12 @@ def test_an_allow_list_without_anthropic_says_the_built_in_llm_is_off(site: Fake
 
     manager = PluginManager(allow=[ok["name"]]).load()
 
-    assert manager.plugin("anthropic").status_text == "disabled (not named in BACKLINE_PLUGINS)"
+    assert manager.plugin("anthropic").status_text == "disabled: not named in BACKLINE_PLUGINS"
     assert (
         "BACKLINE_PLUGINS does not name 'anthropic', so the built-in Anthropic LLM (the "
         "default --llm) is disabled; add 'anthropic' to BACKLINE_PLUGINS to keep it"
     ) in manager.warnings
-    with pytest.raises(LookupError, match=r"anthropic \(disabled \(not named in BACKLINE_PLUG"):
+    with pytest.raises(LookupError, match=r"anthropic \(disabled: not named in BACKLINE_PLUGINS\)"):
         manager.llm("anthropic")
     assert not PluginManager(allow=[ok["name"], "anthropic"]).load().warnings
 

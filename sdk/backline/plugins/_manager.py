@@ -509,7 +509,12 @@ class PluginManager:
             listed = ", ".join(
                 f"{i.name} ({'failed' if i.status == 'failed' else i.status_text})" for i in missing
             )
-            return f"{text}. Plugins not loaded: {listed}; `backline plugins` says why"
+            hint = (
+                "`backline plugins --all`"
+                if any(i.builtin for i in missing)
+                else "`backline plugins`"
+            )
+            return f"{text}. Plugins not loaded: {listed}; {hint} says why"
         return f"{text}. Install a plugin that provides it: `backline install PACKAGE`"
 
     # -- session observers ------------------------------------------------------------------

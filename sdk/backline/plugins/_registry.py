@@ -154,12 +154,12 @@ class PluginInfo:
 
     @property
     def status_text(self) -> str:
-        """``loaded``, ``failed: <error>`` or ``disabled (<why>)``."""
+        """``loaded``, ``failed: <error>`` or ``disabled: <why>``."""
         if self.status == "failed":
             return f"failed: {self.error}"
         if self.status == "disabled" and self.disabled_by is not None:
             how = "not named in" if self.disabled_by == "BACKLINE_PLUGINS" else "named in"
-            return f"disabled ({how} {self.disabled_by})"
+            return f"disabled: {how} {self.disabled_by}"
         return self.status
 
     def registered(self) -> dict[str, list[str]]:
