@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any, TextIO
 
 from ..limits import DEFAULT_LIMITS, Limits
 from ..voice.io import TextOutput
+from ._diagnostics import describe_error
 from ._view import NOTE_WIDTH, shorten, speaker_label, summarize_state
 
 if TYPE_CHECKING:
@@ -142,21 +143,40 @@ async def run_console(
     stdin: TextIO | None = None,
     stdout: TextIO | None = None,
     banner: str | None = None,
+    log_path: os.PathLike[str] | str | None = None,
+    llm: str | None = None,
     limits: Limits = DEFAULT_LIMITS,
 ) -> None:
     """Run a conversation in the terminal until the user quits; closes the session.
 
-    A line longer than ``limits.max_user_turn_chars`` is not sent: the console says so
-    and reads the next one.
+    An error is shown as one line worded for the user (``llm`` names the provider
+    for the advice), pointing at ``log_path`` for the details when given. A line
+    longer than ``limits.max_user_turn_chars`` is not sent: the console says so and
+    reads the next one.
     """
     stdin = stdin or sys.stdin
     stdout = stdout or sys.stdout
     use_rich = _use_rich(stdin, stdout) if rich is None else rich
     view = ConsoleView(session)
+    errors = _ErrorPrinter(log_path, llm)
     if use_rich:
-        await _run_rich(session, agent, view, banner, limits)
+        await _run_rich(session, agent, view, banner, errors, limits)
     else:
-        await _run_plain(session, agent, view, stdin, stdout, banner, limits)
+        await _run_plain(session, agent, view, stdin, stdout, banner, errors, limits)
+
+
+class _ErrorPrinter:
+    """Prints each session error as one line, the details being in the log file."""
+
+    def __init__(self, log_path: os.PathLike[str] | str | None, llm: str | None) -> None:
+        self._where = f" (details: {log_path})" if log_path is not None else ""
+        self._llm = llm
+
+    def attach(self, session: Session[Any], emit: Callable[[str], None]) -> None:
+        def on_error(ev: Any) -> None:
+            emit(f"! {describe_error(ev.error, llm=self._llm)}{self._where}\n")
+
+        session.on("error", on_error)
 
 
 def _note_printer(view: ConsoleView, emit: Callable[[str], None]) -> Callable[[Any], None]:
@@ -175,12 +195,14 @@ async def _run_plain(
     stdin: TextIO,
     stdout: TextIO,
     banner: str | None,
+    errors: _ErrorPrinter,
     limits: Limits,
 ) -> None:
     def emit(text: str) -> None:
         stdout.write(text)
         stdout.flush()
 
+    errors.attach(session, emit)
     output = ConsoleOutput(view, emit, stream=True)
     session.output = output
     last_status = ""
@@ -228,7 +250,12 @@ async def _run_plain(
 
 
 async def _run_rich(
-    session: Session[Any], agent: Agent, view: ConsoleView, banner: str | None, limits: Limits
+    session: Session[Any],
+    agent: Agent,
+    view: ConsoleView,
+    banner: str | None,
+    errors: _ErrorPrinter,
+    limits: Limits,
 ) -> None:
     from prompt_toolkit import PromptSession
     from prompt_toolkit.formatted_text import HTML
@@ -267,6 +294,7 @@ async def _run_rich(
         session.on(name, redraw)
     style = Style.from_dict({"bottom-toolbar": "noreverse"})
     with patch_stdout():
+        errors.attach(session, emit)
         session.on("background_message", _note_printer(view, emit))
         if banner:
             emit(banner + "\n")
