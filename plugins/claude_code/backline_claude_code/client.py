@@ -51,6 +51,18 @@ class ClaudeClient:
         await asyncio.shield(self._connecting)
 
     @property
+    def connected(self) -> bool:
+        """Connected and not closing: it takes queries and interrupts."""
+        task = self._connecting
+        return (
+            self._closing is None
+            and task is not None
+            and task.done()
+            and not task.cancelled()
+            and task.exception() is None
+        )
+
+    @property
     def process(self) -> Any:
         """The CLI process (an anyio ``Process``), or None before it starts."""
         # claude-agent-sdk keeps it on its subprocess transport; a custom

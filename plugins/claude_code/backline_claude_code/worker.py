@@ -291,8 +291,8 @@ class ClaudeCodeWorker:
 
     async def _interrupt(self) -> None:
         client = self._client
-        if client is None:
-            return
+        if client is None or not client.connected:
+            return  # nothing runs yet: the waiting message is simply the next turn
         self._interrupted = True
         self.reporter.interrupted()
         await client.sdk.interrupt()
