@@ -55,8 +55,9 @@ class ClaudeCodeConfig:
     choose. ``setting_sources``: which Claude Code settings files load (``user``,
     ``project``, ``local``); none by default, so a repository's
     ``.claude/settings.json`` (and its hooks) never runs unless you opt in.
-    ``turn_timeout``: the deadline of one task; ``retry_timeout``: how long a
-    failing model request may be retried before the task is given up.
+    ``turn_timeout``: the deadline of one task, from when Claude Code receives it;
+    ``retry_timeout``: how long a failing model request may be retried before the
+    task is given up.
     """
 
     cwd: Path = field(default_factory=Path.cwd)

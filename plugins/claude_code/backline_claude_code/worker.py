@@ -65,7 +65,7 @@ def api_problem(error: object, status: object) -> str:
 
 
 class TurnDeadline:
-    """The deadline of one turn: ``turn_timeout`` after it started, or sooner,
+    """The deadline of one turn: ``turn_timeout`` after the task reached Claude Code, or sooner,
     ``retry_timeout`` after the model request started failing, while it still fails."""
 
     def __init__(self, config: ClaudeCodeConfig, timer: asyncio.Timeout) -> None:
@@ -138,9 +138,10 @@ class ClaudeCodeWorker:
             self.reporter.task_started(text)
             deadline: TurnDeadline | None = None
             try:
+                # Starting the CLI is bounded by the SDK (its 60 s initialize timeout).
+                client = await self._ensure_client()
                 async with asyncio.timeout(None) as timer:
                     deadline = TurnDeadline(self.config, timer)
-                    client = await self._ensure_client()
                     await client.query(text)
                     await self._read_until_result(client, deadline)
             except asyncio.CancelledError:

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from backline.testing import fake_anthropic as fa
-from tests.plugins.claude_code.conftest import Harness, child_pids, requires_cli
+from tests.plugins.claude_code.conftest import Harness, child_pids, other_tasks, requires_cli
 
 pytestmark = [requires_cli, pytest.mark.timeout(120)]
 
@@ -74,10 +74,10 @@ async def test_a_turn_past_its_deadline_fails_and_the_next_message_restarts(
     harness_factory: Callable[..., Any],
 ) -> None:
     script = [fa.text("too late", delay=60), fa.text("Back at work.")]
-    h: Harness = await harness_factory(lambda r: script.pop(0), turn_timeout=2)
+    h: Harness = await harness_factory(lambda r: script.pop(0), turn_timeout=5)
     await h.session.run(user_input="cc: a huge refactor", timeout=60)
     await wait_for_failure(h)
-    assert h.state["error"] == "the task took longer than 2 seconds, its time limit"
+    assert h.state["error"] == "the task took longer than 5 seconds, its time limit"
     assert child_pids() == []
     await h.session.run(user_input="cc: something small", timeout=60)
     await h.wait_for_state(
@@ -85,3 +85,15 @@ async def test_a_turn_past_its_deadline_fails_and_the_next_message_restarts(
         "the restarted client to finish",
     )
     assert h.state["error"] is None
+
+
+async def test_closing_while_it_retries_stops_the_cli(
+    harness_factory: Callable[..., Any],
+) -> None:
+    h: Harness = await harness_factory(lambda r: fa.error(529))
+    await h.session.run(user_input="cc: fix the bug", timeout=60)
+    await h.wait_for_state(lambda s: s["status"].startswith("retrying"), "the retrying state")
+    assert child_pids()
+    await h.session.aclose()
+    assert child_pids() == []
+    assert other_tasks() == set()
