@@ -232,7 +232,7 @@ class ClaudeCodeWorker:
             tool_input = input_data.get("tool_input") or {}
             reason = guard.check(name, tool_input)
             if reason is not None:
-                logger.info("refused %s %r: %s", name, tool_input, reason)
+                logger.info("refused a %s call: %s", name, reason)
                 reporter.refused(name)
                 return deny_output(reason)
             reporter.tool_used(name, dict(tool_input))
@@ -304,11 +304,10 @@ class ClaudeCodeWorker:
         self._failed_before = True
         await self._close_client()
         self.reporter.failed(reason)
-        spoken = reason if isinstance(error, TurnFailed) else _short(reason)
         with contextlib.suppress(RuntimeError):
             await self.ctx.send(f"Claude Code failed: {reason}.", silent=True)
             await self.ctx.send(
-                f"Claude Code stopped because of a problem: {spoken}. "
+                f"Claude Code stopped because of a problem: {_short(reason)}. "
                 "The next message will restart it."
             )
 
