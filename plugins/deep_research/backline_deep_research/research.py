@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import re
 from collections.abc import Awaitable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -72,8 +73,19 @@ class Angle:
     query: str
 
 
+_ASK = re.compile(
+    r"^(?:please\s+)?(?:(?:can|could|would) you\s+)?(?:please\s+)?"
+    r"(?:research|look into|investigate|find out(?: about)?|dig into|tell me)\s+",
+    re.IGNORECASE,
+)
+
+
 def short_topic(question: str) -> str:
-    text = " ".join(question.split())
+    """What a question is about, for speech, state and the file name: the request
+    without "just start"-style instructions or a leading "research"."""
+    sentences = re.split(r"(?<=[.!?])\s+", " ".join(question.split()))
+    kept = [s for s in sentences if not wants_just_start(s)] or sentences
+    text = _ASK.sub("", " ".join(kept)).strip().rstrip(".!?").strip() or question.strip()
     return text if len(text) <= TOPIC_CHARS else text[: TOPIC_CHARS - 1].rstrip() + "…"
 
 
