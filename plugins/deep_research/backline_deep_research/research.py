@@ -446,7 +446,7 @@ class ResearchRound:
             steering=list(self.steering),
             stopped_early=self.stopped.is_set(),
         )
-        path = await asyncio.to_thread(write_report, self.config.report_dir, data)
+        path = write_report(self.config.report_dir, data)  # a few kilobytes
         tally = counts(claims)
         self.ctx.set_state(
             st.done(self.topic, path, len(sources), tally["confirmed"], tally["refuted"])

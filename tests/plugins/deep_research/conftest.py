@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -11,6 +12,7 @@ from backline_deep_research import ResearchConfig, ResearchLimits
 from backline_deep_research import state as st
 from backline_deep_research.testing import CorpusServer
 
+from backline.plugins import SearchResult
 from backline.testing import BackgroundDriver
 
 from .corpus import PAGES
@@ -49,3 +51,30 @@ def web_config(server: CorpusServer, report_dir: Path, **limits: Any) -> Researc
         report_dir=report_dir,
         limits=FAST.with_(**limits),
     )
+
+
+class Shelf:
+    """An in-memory search provider over the corpus (no sockets: safe on the virtual
+    clock). ``gate``, when given, holds every search until it is set."""
+
+    def __init__(self, gate: asyncio.Event | None = None) -> None:
+        self.gate = gate
+        self.queries: list[str] = []
+
+    async def search(self, query: str, *, max_results: int) -> list[SearchResult]:
+        self.queries.append(query)
+        if self.gate is not None:
+            await self.gate.wait()
+        words = set(query.lower().split())
+        hits = [p for p in PAGES if words & set(p.text.lower().split())]
+        return [
+            SearchResult(title=p.title, url=f"https://bees.test{p.path}", content=p.text)
+            for p in hits[:max_results]
+        ]
+
+    async def aclose(self) -> None:
+        return None
+
+
+def shelf_config(report_dir: Path, **limits: Any) -> ResearchConfig:
+    return ResearchConfig(search="shelf", report_dir=report_dir, limits=FAST.with_(**limits))

@@ -73,7 +73,7 @@ async def test_a_full_round_publishes_each_phase_and_writes_a_cited_report(
     # The voice agent relayed the milestones.
     assert any("Verification done: 9 confirmed" in t for t in run.transcript)
 
-    text = report.read_text()
+    text = report.read_text()  # noqa: ASYNC240
     sources = dict(re.findall(r"^(\d+)\. \[.*\]\((http://127\.0\.0\.1:\d+/\S+)\)$", text, re.M))
     assert len(sources) == 8
     read = {u for u in sources.values()}
@@ -106,7 +106,8 @@ async def test_a_follow_up_round_carries_the_previous_summary(
     assert first["phase"] == second["phase"] == st.DONE
     assert second["last_topic"] == "Now look at varroa treatments"
     assert first["last_report"] != second["last_report"]
-    assert Path(first["last_report"]).exists() and Path(second["last_report"]).exists()
+    assert Path(first["last_report"]).is_file()  # noqa: ASYNC240
+    assert Path(second["last_report"]).is_file()  # noqa: ASYNC240
     # The second plan (and report) is briefed with the first report's summary (catalog 176).
     plans = researcher.user_texts("plan")
     assert "Earlier research" not in plans[0]
