@@ -92,7 +92,7 @@ async def test_robots_rules_and_redirects(fetcher: Fetcher) -> None:
             await fetcher.fetch(server.page_url("/go"))
     async with CorpusServer(PAGES, routes={"/robots.txt": 503}) as server:
         # An unreachable robots.txt (5xx) means "disallow all" (RFC 9309).
-        with pytest.raises(FetchError, match="disallowed by robots.txt"):
+        with pytest.raises(FetchError, match=r"disallowed by robots\.txt"):
             await fetcher.fetch(server.page_url("/bees/queens"))
 
 
