@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import datetime as dt
 import re
+import unicodedata
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -23,9 +24,9 @@ _SENTENCE = re.compile(r"(?<=[.!?])(?:\s*(?:\[\d{1,3}\])+)?\s+(?=[A-Z0-9\"'(])")
 
 
 def slugify(text: str) -> str:
-    """``text`` as a file-name slug: a-z, 0-9 and single hyphens, at most 60 characters
-    (cut at a word), ``research`` when nothing is left."""
-    ascii_text = text.lower().encode("ascii", "ignore").decode()
+    """``text`` as a file-name slug: a-z, 0-9 and single hyphens (accents dropped from
+    letters), at most 60 characters (cut at a word), ``research`` when nothing is left."""
+    ascii_text = unicodedata.normalize("NFKD", text.lower()).encode("ascii", "ignore").decode()
     slug = re.sub(r"[^a-z0-9]+", "-", ascii_text).strip("-")
     if len(slug) > MAX_SLUG:
         cut = slug[: MAX_SLUG + 1]

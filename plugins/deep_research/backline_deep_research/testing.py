@@ -93,6 +93,7 @@ class CorpusServer:
         self.requests: list[ServedRequest] = []
         self._server: asyncio.Server | None = None
         self._handlers: set[asyncio.Task[None]] = set()
+        self._arrived = asyncio.Condition()
         self.port = 0
 
     @property
@@ -105,6 +106,12 @@ class CorpusServer:
     def requested(self, path: str) -> int:
         """How many requests reached ``path``."""
         return sum(1 for r in self.requests if r.path == path)
+
+    async def wait_for_request(self, path: str, count: int = 1, timeout: float = 10.0) -> None:
+        """Wait until ``count`` requests have reached ``path`` (``TimeoutError`` after
+        ``timeout`` seconds)."""
+        async with asyncio.timeout(timeout), self._arrived:
+            await self._arrived.wait_for(lambda: self.requested(path) >= count)
 
     async def __aenter__(self) -> CorpusServer:
         self._server = await asyncio.start_server(self._accept, "127.0.0.1", 0)
@@ -141,6 +148,8 @@ class CorpusServer:
             }
             parts = urlsplit(target)
             self.requests.append(ServedRequest(method, parts.path, parse_qs(parts.query), headers))
+            async with self._arrived:
+                self._arrived.notify_all()
             await self._respond(writer, parts.path, parse_qs(parts.query))
         except (asyncio.IncompleteReadError, ConnectionError, ValueError):
             pass
