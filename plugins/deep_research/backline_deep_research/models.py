@@ -25,6 +25,10 @@ LLMSource = LLM | Mapping[str, LLM] | Callable[[str, "str | None"], LLM]
 the registry), or a function ``(stage, model) -> LLM``."""
 
 
+MAX_TOKENS = 4096
+"""Output tokens asked of a registry LLM that takes ``max_tokens`` (the report is long)."""
+
+
 class ModelCallFailed(Exception):
     """A model call failed or timed out; the message says which stage and why."""
 
@@ -67,8 +71,11 @@ class ResearchModels:
             from backline.plugins import PluginManager
 
             self._manager = PluginManager.from_environment().load()
-        options = {} if model is None else {"model": model}
-        llm: LLM = self._manager.llm(self.config.llm, **options)
+        options: dict[str, Any] = {} if model is None else {"model": model}
+        try:  # room for a whole report; a factory that takes no such option gets none
+            llm: LLM = self._manager.llm(self.config.llm, max_tokens=MAX_TOKENS, **options)
+        except TypeError:
+            llm = self._manager.llm(self.config.llm, **options)
         return llm
 
     async def complete(self, stage: str, system: str, user: str) -> str:

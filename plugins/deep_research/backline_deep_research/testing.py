@@ -360,6 +360,29 @@ class ScriptedResearcher:
         return fa.text(self.answer(request.system, request.last_user_text))
 
 
+def anthropic_voice_agent(request: Any) -> Any:
+    """A ``FakeAnthropicServer`` script for the voice agent: it forwards each user line
+    to ``deep_research``, reads the state when asked ``status?``, and relays updates."""
+    from backline.testing import fake_anthropic as fa
+
+    if request.tool_results:
+        content = request.tool_results[0].get("content")
+        text = content if isinstance(content, str) else json.dumps(content)
+        if "delivered" in text.lower():
+            return fa.text("I've passed that to the research.")
+        state = json.loads(text) if text.startswith("{") else {}
+        return fa.text(f"The research is {state.get('phase', text)}.")
+    last = request.last_user_text
+    if not request.tools:  # a background update to relay (tools are off then)
+        return fa.text("Research says: " + last.rsplit("sent an update:\n", 1)[-1])
+    line = last.rsplit("\n", 1)[-1]
+    if line == "status?":
+        return fa.tool_calls(("backline_state", {"background_session_id": "deep_research"}))
+    return fa.tool_calls(
+        ("backline_send", {"background_session_id": "deep_research", "content": line})
+    )
+
+
 def page_text(html: str) -> str:
     """The visible text of simple HTML (for assertions)."""
     return unescape(re.sub(r"<[^>]+>", " ", html))

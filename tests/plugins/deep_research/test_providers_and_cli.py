@@ -19,7 +19,11 @@ from backline_deep_research.providers.brave import BraveSearch
 from backline_deep_research.providers.local import LocalSearch
 from backline_deep_research.providers.searxng import SearxNGSearch
 from backline_deep_research.providers.tavily import TavilySearch
-from backline_deep_research.testing import CorpusServer, ScriptedResearcher
+from backline_deep_research.testing import (
+    CorpusServer,
+    ScriptedResearcher,
+    anthropic_voice_agent,
+)
 from backline_deep_research.worker import registry_search
 
 from backline.plugins import PluginManager
@@ -143,25 +147,6 @@ def models_of_voice(models: set[tuple[str | None, str | None]]) -> str | None:
     return voice_model
 
 
-def voice(request: fa.AnthropicRequest) -> Any:
-    """The voice agent: forwards each user line, relays updates, reads the state."""
-    if request.tool_results:
-        content = request.tool_results[0].get("content")
-        text = content if isinstance(content, str) else json.dumps(content)
-        if "delivered" in text.lower():
-            return fa.text("I've started the research.")
-        return fa.text("The state is: " + " ".join(text.split())[:300])
-    last = request.last_user_text
-    if not request.tools:
-        return fa.text("Research says: " + last.rsplit("sent an update:\n", 1)[-1])
-    line = last.rsplit("\n", 1)[-1]
-    if line == "status?":
-        return fa.tool_calls(("backline_state", {"background_session_id": "deep_research"}))
-    return fa.tool_calls(
-        ("backline_send", {"background_session_id": "deep_research", "content": line})
-    )
-
-
 @pytest.mark.timeout(120)
 def test_backline_console_runs_a_round_on_the_registry_llm(tmp_path: Path) -> None:
     docs, reports = tmp_path / "docs", tmp_path / "reports"
@@ -172,7 +157,7 @@ def test_backline_console_runs_a_round_on_the_registry_llm(tmp_path: Path) -> No
 
     def respond(request: fa.AnthropicRequest) -> Any:
         if request.system.startswith("You are a friendly") or "deep_research" in request.system:
-            return voice(request)
+            return anthropic_voice_agent(request)
         return researcher.anthropic(request)
 
     with fa.FakeAnthropicServer(respond) as server:
