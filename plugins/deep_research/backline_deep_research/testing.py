@@ -196,8 +196,8 @@ class CorpusServer:
         else:
             terms = set(_WORD.findall(q.lower()))
             scored = []
-            for path, page in self.pages.items():
-                words = set(_WORD.findall(page.text.lower()))
+            for path, candidate in self.pages.items():
+                words = set(_WORD.findall(candidate.text.lower()))
                 score = len(terms & words)
                 if score:
                     scored.append((-score, path))
