@@ -5,7 +5,7 @@ BIN    := $(VENV)/bin
 PLUGIN_PROJECTS := $(wildcard plugins/*/pyproject.toml)
 STAMP  := $(VENV)/.installed
 
-.PHONY: demo test lint bench dist clean
+.PHONY: demo demo-research test lint bench dist clean
 
 $(STAMP): pyproject.toml $(PLUGIN_PROJECTS)
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -16,6 +16,9 @@ $(STAMP): pyproject.toml $(PLUGIN_PROJECTS)
 demo: $(STAMP)
 	$(BIN)/python examples/coding_agents/demo.py
 
+demo-research: $(STAMP)
+	$(BIN)/python examples/deep_research/demo.py
+
 test: lint
 	@command -v chromium >/dev/null 2>&1 || echo "make test: no Chromium found: the web browser tests will be skipped (apt-get install chromium)"
 	$(BIN)/python -m pytest -q
@@ -25,6 +28,7 @@ lint: $(STAMP)
 	$(BIN)/ruff format --check .
 	$(BIN)/mypy --strict
 	$(BIN)/mypy --strict plugins/claude_code/backline_claude_code
+	$(BIN)/mypy --strict plugins/deep_research/backline_deep_research
 
 bench: $(STAMP)
 	@mkdir -p bench/results
