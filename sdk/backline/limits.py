@@ -24,6 +24,11 @@ TRUNCATION_MARKER = (
 class Limits:
     """Bounds on what a session accepts. Every field is a positive number."""
 
+    livekit_close_timeout: float = 10.0
+    """Seconds a LiveKit front end (``backline-livekit``) waits for LiveKit's own session
+    to close, after the backline session has closed (itself bounded); past it the close
+    goes on and a warning is logged."""
+
     def __post_init__(self) -> None:
         for f in fields(self):
             value = getattr(self, f.name)
