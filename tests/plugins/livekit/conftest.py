@@ -91,6 +91,7 @@ async def bridged(
     """A started bridge (text mode unless ``lk_options`` give audio); closed after,
     and then nothing may be left running."""
     before = set(asyncio.all_tasks())
+    closers: list[Any] = []
     session: Session[Any] = Session(
         llm, background=list(background) or None, user_away_timeout=user_away_timeout
     )
@@ -98,6 +99,16 @@ async def bridged(
     lk_options.setdefault("vad", None)
     lk_options.setdefault("turn_handling", {"turn_detection": None})
     lk = bridge.agent_session(**lk_options)
+    if lk_options.get("tts") is not None:  # the audio path: a microphone and a speaker
+        from livekit.agents.voice.transcription import TranscriptSynchronizer
+
+        from .fakes import FakeAudioInput, FakeAudioOutput
+
+        sync = TranscriptSynchronizer(next_in_chain_audio=FakeAudioOutput(), next_in_chain_text=None)
+        closers.append(sync)
+        lk.input.audio = FakeAudioInput()
+        lk.output.audio = sync.audio_output
+        lk.output.transcription = sync.text_output
     b = Bridged(session, bridge, lk)
     lk.on("speech_created", lambda ev: b.lk_speeches.append(ev.speech_handle))
     lk.on("agent_state_changed", lambda ev: b.lk_agent_states.append(ev.new_state))
@@ -107,6 +118,8 @@ async def bridged(
         yield b
     finally:
         await asyncio.wait_for(bridge.aclose(), WAIT)
+        for closer in closers:
+            await asyncio.wait_for(closer.aclose(), WAIT)
         await assert_nothing_left(before)
 
 
