@@ -104,7 +104,9 @@ async def bridged(
 
         from .fakes import FakeAudioInput, FakeAudioOutput
 
-        sync = TranscriptSynchronizer(next_in_chain_audio=FakeAudioOutput(), next_in_chain_text=None)
+        sync = TranscriptSynchronizer(
+            next_in_chain_audio=FakeAudioOutput(), next_in_chain_text=None
+        )
         closers.append(sync)
         lk.input.audio = FakeAudioInput()
         lk.output.audio = sync.audio_output

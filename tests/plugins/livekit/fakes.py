@@ -193,9 +193,7 @@ class FakeAudioOutput(AudioOutput):
     """A speaker that plays in real time and reports how much it played."""
 
     def __init__(self) -> None:
-        super().__init__(
-            label="fake speaker", capabilities=AudioOutputCapabilities(pause=False)
-        )
+        super().__init__(label="fake speaker", capabilities=AudioOutputCapabilities(pause=False))
         self._started_at: float | None = None
         self._pushed = 0.0
         self._finish: asyncio.TimerHandle | None = None

@@ -75,7 +75,7 @@ async def test_an_interruption_mid_sentence_truncates_backlines_history() -> Non
         await asyncio.sleep(0.6)  # let about a second of the answer play out (real audio time)
         options["vad"].start_speech()  # the user talks over it: LiveKit's barge-in
         await wait_until(lambda: b.messages() != [], "the cut reply recorded")
-        (heard, interrupted), = b.messages()
+        ((heard, interrupted),) = b.messages()
         assert interrupted and heard and long.startswith(heard) and len(heard) < len(long) / 2
         options["stt"].final("wait")
         options["vad"].end_speech()

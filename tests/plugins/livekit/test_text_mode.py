@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from backline import Agent, BackgroundContext, RunContext, background, function_tool
+from backline import Agent, BackgroundContext, background, function_tool
 from backline.testing import ScriptedLLM, text, tool_calls
 
 from .conftest import WAIT, bridged, said, wait_until
@@ -153,6 +153,7 @@ async def test_a_silent_note_reaches_backline_and_livekit_says_nothing() -> None
 
 async def test_the_state_tool_answers_from_the_backgrounds_state() -> None:
     ready, box = asyncio.Event(), []
+
     def respond(request: Any) -> Any:
         outputs = [i for i in request.chat_ctx.items if i.type == "function_call_output"]
         if not outputs:
@@ -165,7 +166,7 @@ async def test_the_state_tool_answers_from_the_backgrounds_state() -> None:
         box[0].set_state({"status": "compiling"})
         result = await b.lk.run(user_input="how is it going?")
         result.expect.next_event().is_message(role="assistant")
-        (spoken, _), = b.lk_messages()
+        ((spoken, _),) = b.lk_messages()
         assert "compiling" in spoken
 
 
@@ -178,7 +179,7 @@ async def test_livekit_barge_in_truncates_backlines_history_to_what_was_heard() 
         b.lk.interrupt()  # what LiveKit does on barge-in
         await asyncio.wait_for(run, WAIT)
         await b.idle()
-        (heard, interrupted), = b.messages()
+        ((heard, interrupted),) = b.messages()
         assert interrupted and heard and words.startswith(heard) and heard != words
         ((lk_heard, lk_interrupted),) = b.lk_messages()  # the same cut on both sides
         assert lk_interrupted and lk_heard.rstrip() == heard
