@@ -22,7 +22,7 @@ from livekit.agents.voice import SpeechHandle as LKSpeechHandle
 from ._output import Segment
 
 
-class NoLLM(llm.LLM):
+class NoLLM(llm.LLM[Any]):
     """Stands in for LiveKit's LLM: LiveKit only asks for replies when its agent has
     one. backline answers through the agent's ``llm_node``; this is never called."""
 
@@ -89,7 +89,7 @@ class BacklineAgent(LKAgent):
                 return item.text_content or None
         return None
 
-    async def llm_node(  # type: ignore[override]
+    async def llm_node(
         self,
         chat_ctx: llm.ChatContext,
         tools: list[llm.Tool],

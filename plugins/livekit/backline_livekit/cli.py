@@ -139,7 +139,7 @@ def _check_console_audio(text: bool) -> None:
     if text:
         return
     try:
-        import sounddevice  # noqa: F401
+        import sounddevice  # type: ignore[import-untyped]  # noqa: F401
     except OSError as e:
         raise click.ClickException(
             f"the console needs PortAudio for the microphone and speaker ({e}): install it "
@@ -197,8 +197,9 @@ def _run_worker(
     **opts: Any,
 ) -> None:
     check_session(ctx, session_options)
-    check_speech(opts["stt"], opts["tts"], opts["vad"])
     url = check_server(opts["url"], opts["api_key"], opts["api_secret"])
+    os.environ.update({ENV_URL: url, ENV_KEY: opts["api_key"], ENV_SECRET: opts["api_secret"]})
+    check_speech(opts["stt"], opts["tts"], opts["vad"])
     config = _export_config(
         session_options,
         stt=opts["stt"],
@@ -230,7 +231,7 @@ def _run_worker(
 @speech_options
 @worker_options
 @click.pass_context
-def dev(ctx: click.Context, session_options: SessionOptions, **opts: Any) -> None:
+def dev(ctx: click.Context, /, session_options: SessionOptions, **opts: Any) -> None:
     """Run a worker for a LiveKit server, in development mode (readable logs)."""
     _run_worker(ctx, session_options, dev=True, **opts)
 
@@ -247,7 +248,7 @@ def dev(ctx: click.Context, session_options: SessionOptions, **opts: Any) -> Non
 )
 @click.pass_context
 def start(
-    ctx: click.Context, session_options: SessionOptions, drain_timeout: int | None, **opts: Any
+    ctx: click.Context, /, session_options: SessionOptions, drain_timeout: int | None, **opts: Any
 ) -> None:
     """Run a worker for a LiveKit server, in production mode (JSON logs, drain on SIGTERM)."""
     _run_worker(ctx, session_options, dev=False, drain_timeout=drain_timeout, **opts)
