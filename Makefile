@@ -4,6 +4,11 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 PLUGIN_PROJECTS := $(wildcard plugins/*/pyproject.toml)
 STAMP  := $(VENV)/.installed
+# `make demo` needs the SDK and the Claude Code plugin only: a fresh machine skips the
+# heavy plugins (backline-livekit brings ~120 MB of livekit-agents). `make test`,
+# `make lint` and `make bench` install everything (and satisfy the demo's stamp).
+DEMO_PROJECTS := pyproject.toml plugins/claude_code/pyproject.toml
+DEMO_STAMP := $(VENV)/.installed-demo
 
 .PHONY: demo test lint bench clean
 
@@ -11,9 +16,15 @@ $(STAMP): pyproject.toml $(PLUGIN_PROJECTS)
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade pip
 	$(BIN)/python -m pip install -q -e '.[dev]' $(foreach p,$(PLUGIN_PROJECTS),-e ./$(dir $(p)))
-	@touch $(STAMP)
+	@touch $(STAMP) $(DEMO_STAMP)
 
-demo: $(STAMP)
+$(DEMO_STAMP): $(DEMO_PROJECTS)
+	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install -q --upgrade pip
+	$(BIN)/python -m pip install -q -e . -e ./plugins/claude_code
+	@touch $(DEMO_STAMP)
+
+demo: $(DEMO_STAMP)
 	$(BIN)/python examples/coding_agents/demo.py
 
 test: lint
