@@ -9,6 +9,7 @@ times its pipeline with ``time.time``); waits are on events, bounded.
 from __future__ import annotations
 
 import asyncio
+import gc
 from collections.abc import AsyncIterator, Iterable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
@@ -137,6 +138,14 @@ async def assert_nothing_left(before: set[asyncio.Task[Any]]) -> None:
 async def loop_errors() -> AsyncIterator[list[dict[str, Any]]]:
     """What reached the event loop's exception handler during the test (must stay empty)."""
     loop = asyncio.get_running_loop()
+    # Garbage of earlier tests first: HTTP clients left unclosed (an AnthropicLLM's, in
+    # other test modules) close in __del__ with a task on whatever loop runs then, which
+    # fails ("Event loop is closed"). Collect them, let those tasks run and be collected,
+    # under the previous handler, before this test's own record starts.
+    gc.collect()
+    for _ in range(5):
+        await asyncio.sleep(0)
+    gc.collect()
     seen: list[dict[str, Any]] = []
     previous = loop.get_exception_handler()
     loop.set_exception_handler(lambda _loop, context: seen.append(context))
