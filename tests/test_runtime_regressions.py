@@ -59,7 +59,6 @@ class Transferring(Agent):
         return self.to
 
 
-@pytest.mark.xfail(strict=True, reason="issue 12: not fixed yet")
 async def test_a_handoff_never_blips_listening_before_the_new_agents_greeting(
     virtual_clock: VirtualClock,
 ) -> None:
@@ -71,7 +70,6 @@ async def test_a_handoff_never_blips_listening_before_the_new_agents_greeting(
         assert states == ["thinking", "speaking", "listening"]
 
 
-@pytest.mark.xfail(strict=True, reason="issue 12: not fixed yet")
 async def test_the_user_is_not_marked_away_while_on_enter_runs(
     virtual_clock: VirtualClock,
 ) -> None:
@@ -351,7 +349,6 @@ class AwaitsGreeting(Agent):
         return "ok"
 
 
-@pytest.mark.xfail(strict=True, reason="issue 12: not fixed yet")
 async def test_run_returns_when_on_enter_awaits_a_speech_blocked_on_a_task(
     virtual_clock: VirtualClock,
 ) -> None:

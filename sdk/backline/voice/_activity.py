@@ -64,7 +64,6 @@ class AgentActivity:
         self.drain_exempt: dict[asyncio.Task[Any], SpeechHandle | None] = {}
         self._realtime_listener: Callable[[bool], None] | None = None
         self.entering = False  # on_enter is running
-        self.entering_blocked = False  # ... and waits on an inline AgentTask
 
     def __repr__(self) -> str:
         return f"AgentActivity({self.agent.label})"
@@ -118,6 +117,8 @@ class AgentActivity:
         self._started = True
 
     def start_on_enter(self) -> None:
+        if type(self.agent).on_enter is Agent.on_enter:
+            return  # nothing to run (and no "thinking" while it would)
         self.entering = True
         self._scope.create_task(self._run_on_enter(), name=f"{self.agent.label}.on_enter")
 
@@ -134,11 +135,6 @@ class AgentActivity:
         finally:
             self.entering = False
             self.session._refresh()
-
-    @property
-    def entering_unblocked(self) -> bool:
-        """``on_enter`` is running and not parked on an inline task."""
-        return self.entering and not self.entering_blocked
 
     def _attach_realtime(self) -> None:
         rt = self.agent.realtime or self.session.realtime

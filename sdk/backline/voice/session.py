@@ -451,32 +451,44 @@ class Session(Generic[UserdataT]):
             return "speaking" if cur.phase == "speaking" else "thinking"
         return "thinking" if self._has_followup_work() else "listening"
 
+    def _work_in_progress(self) -> bool:
+        """Unfinished work the session owes before it waits on the user: a user turn
+        being processed (or held for a handoff), a handoff or hand-back owed or
+        running, or the current agent's ``on_enter`` running.
+
+        The one rule of unfinished work: the agent state, the away timer (through the
+        state), ``wait_for_idle()``, ``run()`` and the reply schedulers all read it.
+        A paused agent's work does not count: it cannot go on until that agent
+        resumes (an ``on_enter`` that waits on an inline task, directly or through a
+        speech whose tool awaits it, waits for the user).
+        """
+        if self._user_turns or self._handoffs_pending or self._switching or self._pending_turns:
+            return True
+        activity = self._activity
+        return activity is not None and activity.entering and not activity.paused
+
     def _has_followup_work(self) -> bool:
         """Another speech is committed to follow: one rule, used at every speech end."""
+        if self._work_in_progress():
+            return True
         activity = self._activity
         if activity is not None and activity.queued and not activity.paused:
-            return True
-        if self._user_turns or self._handoffs_pending or self._switching:
-            return True
-        if self._pending_turns:
             return True
         if self._tool_scheduler.owes_reply():
             return True
         return self._background is not None and self._background.owes_reply()
 
     def _is_idle(self) -> bool:
+        """Nothing is speaking, queued or in progress, and the user is not speaking
+        (replies the schedulers buffer are not counted: they wait for this)."""
         activity = self._activity
         return (
             self._started
             and not self._closing
             and activity is not None
-            and not self._switching
-            and not self._handoffs_pending
-            and not self._user_turns
-            and not self._pending_turns
+            and not self._work_in_progress()
             and activity.current_speech is None
             and not activity.queued
-            and not activity.entering_unblocked
             and self._user_state != "speaking"
         )
 
@@ -485,7 +497,6 @@ class Session(Generic[UserdataT]):
         return (
             self._started
             and not self._closing
-            and not self._switching
             and activity is not None
             and self._user_state == "listening"
             and self._agent_state == "listening"
