@@ -106,7 +106,6 @@ class LongJob(Agent):
         return Agent("b")
 
 
-@pytest.mark.xfail(strict=True, reason="issue 12: not fixed yet")
 async def test_a_deferred_tools_hold_is_released_after_a_handoff(
     virtual_clock: VirtualClock,
 ) -> None:
@@ -159,7 +158,6 @@ class RunsJobTask(Agent):
         return await JobTask()
 
 
-@pytest.mark.xfail(strict=True, reason="issue 12: not fixed yet")
 async def test_a_deferred_tools_hold_is_released_after_its_task_completes(
     virtual_clock: VirtualClock,
 ) -> None:

@@ -230,14 +230,13 @@ class BackgroundRuntime:
         if self._grace.in_turn:
             raise RuntimeError("ctx.turn() is already active; turns do not nest")
         self._grace.turn_started(asyncio.get_running_loop().time())
-        away = self.session._away
-        away.take_hold(None)
+        hold = self.session._away.take_hold(None)
         self._set_status("busy")
         try:
             yield
         finally:
             self._grace.turn_ended()
-            away.release_hold(None)
+            hold.release()
             if not self.closed:
                 self._set_status("idle")
 

@@ -232,10 +232,12 @@ class AgentActivity:
                 await speech.wait_for_playout()
             finally:
                 self._current = None
+                # The handoff the speech owes is requested (or released, when closing)
+                # even if this loop is cancelled the moment the speech ends.
+                handoff, speech._handoff = speech._handoff, None
+                if handoff is not None:
+                    self.session._request_handoff(self, handoff)
             self.session._refresh()
-            handoff = speech._handoff
-            if handoff is not None:
-                self.session._request_handoff(self, handoff)
 
     async def _run_speech(self, speech: SpeechHandle, work: SpeechWork) -> None:
         current_call.set(None)

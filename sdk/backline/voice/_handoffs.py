@@ -74,7 +74,7 @@ async def handoff(session: Session[Any], old: AgentActivity, agent: Agent) -> No
 def forget(session: Session[Any], activity: AgentActivity) -> None:
     if activity in session._activities:
         session._activities.remove(activity)
-    session._tool_runner.move_holds(activity, None)
+    session._away.move_holds(activity, None)  # its running tools now belong to the session
 
 
 def set_current(session: Session[Any], new: AgentActivity, old: AgentActivity | None) -> None:
