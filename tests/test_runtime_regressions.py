@@ -189,7 +189,6 @@ async def test_a_deferred_tools_hold_is_released_after_its_task_completes(
 # -- 3. a silent send made during a handoff reaches the new agent ------------------------
 
 
-@pytest.mark.xfail(strict=True, reason="issue 12: not fixed yet")
 async def test_a_silent_send_from_on_exit_reaches_the_new_agent(
     virtual_clock: VirtualClock,
 ) -> None:
@@ -219,6 +218,39 @@ async def test_a_silent_send_from_on_exit_reaches_the_new_agent(
         assert len(notes) == 1
         in_history = [it for it in session.history.items if "SILENT-NOTE" in str(it)]
         assert [it.id for it in in_history] == [notes[0].id]  # written once
+
+
+async def test_a_silent_send_while_on_exit_awaits_reaches_the_new_agent(
+    virtual_clock: VirtualClock,
+) -> None:
+    exiting = asyncio.Event()
+
+    class SlowA(Agent):
+        def __init__(self) -> None:
+            super().__init__("a")
+
+        async def on_exit(self) -> None:
+            exiting.set()
+            await asyncio.sleep(2)
+
+        @function_tool
+        async def transfer(self) -> Agent:
+            """Transfer."""
+            return Agent("b")
+
+    @background("bg", description="bg")
+    async def bg(ctx: BackgroundContext) -> None:
+        await exiting.wait()
+        await asyncio.sleep(1)
+        await ctx.send("NOTE-DURING-HANDOFF", silent=True)
+        await asyncio.Event().wait()
+
+    async with Session(ScriptedLLM([tool_calls(("transfer", {}))]), background=[bg]) as session:
+        await session.start(SlowA())
+        await session.run(user_input="transfer")
+        assert type(session.current_agent) is Agent
+        items = session.current_agent.chat_ctx.items
+        assert [it for it in items if "NOTE-DURING-HANDOFF" in str(it)]
 
 
 # -- 5. an interrupt carries the identity of the turn it targets -------------------------

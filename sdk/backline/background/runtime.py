@@ -335,6 +335,9 @@ class BackgroundManager:
             await self.aclose()
             raise
 
+    def schedulers(self) -> list[ReplyScheduler]:
+        return [rt.scheduler for rt in self.runtimes.values()]
+
     def owes_reply(self) -> bool:
         return any(rt.scheduler.owes_reply() for rt in self.runtimes.values())
 

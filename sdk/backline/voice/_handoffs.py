@@ -57,6 +57,7 @@ async def handoff(session: Session[Any], old: AgentActivity, agent: Agent) -> No
                     return  # close owns what is left; never start an agent now
                 await new.start()
                 set_current(session, new, old)
+                await follow_switch(session)
             finally:
                 session._switching -= 1
             new.start_on_enter()
@@ -88,6 +89,14 @@ def set_current(session: Session[Any], new: AgentActivity, old: AgentActivity | 
     session._refresh()
 
 
+async def follow_switch(session: Session[Any]) -> None:
+    """Silent inserts made during the switch reach the agent it made current."""
+    await session._tool_scheduler.follow_switch()
+    if session._background is not None:
+        for scheduler in session._background.schedulers():
+            await scheduler.follow_switch()
+
+
 def flush_pending_turns(session: Session[Any]) -> None:
     if session._closing or session._switching or session._handoffs_pending:
         return
@@ -113,6 +122,7 @@ async def run_task(session: Session[Any], parent: AgentActivity, task: AgentTask
                 parent.resume()
                 raise ToolError(f"cannot start {task.label}: {e}") from e
             set_current(session, child, parent)
+            await follow_switch(session)
         finally:
             session._switching -= 1
         child.start_on_enter()
@@ -162,6 +172,7 @@ async def hand_back(session: Session[Any], parent: AgentActivity, child: AgentAc
                 parent.agent._chat_ctx.insert(merged.items)
                 set_current(session, parent, child)
                 parent.resume()
+                await follow_switch(session)
             elif session._activity is child:  # pragma: no cover - parent closed under us
                 logger.warning("%s finished but its caller is gone", child.agent.label)
         finally:
