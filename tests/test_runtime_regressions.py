@@ -256,7 +256,6 @@ async def test_a_silent_send_while_on_exit_awaits_reaches_the_new_agent(
 # -- 5. an interrupt carries the identity of the turn it targets -------------------------
 
 
-@pytest.mark.xfail(strict=True, reason="issue 12: not fixed yet")
 async def test_an_interrupt_decided_for_a_turn_that_ended_is_dropped(
     virtual_clock: VirtualClock,
 ) -> None:

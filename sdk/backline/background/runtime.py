@@ -129,14 +129,20 @@ class BackgroundRuntime:
         now = asyncio.get_running_loop().time()
         if self._grace.should_interrupt(now=now, earlier_waiting=waiting):
             callback = self.interrupt_callback
-            if callback is not None:
+            turn = self._grace.turn
+            if callback is not None and turn is not None:
                 task = self.manager.scope.create_task(
-                    self._interrupt(callback), name=f"interrupt {self.definition.id}"
+                    self._interrupt(callback, turn), name=f"interrupt {self.definition.id}"
                 )
                 self._interrupts.add(task)
                 task.add_done_callback(self._interrupts.discard)
 
-    async def _interrupt(self, callback: Callable[[], Awaitable[None]]) -> None:
+    async def _interrupt(self, callback: Callable[[], Awaitable[None]], turn: int) -> None:
+        if self._grace.turn != turn:
+            logger.debug(
+                "background session %r: interrupt dropped, its turn has ended", self.definition.id
+            )
+            return
         try:
             await callback()
         except asyncio.CancelledError:
