@@ -319,7 +319,6 @@ class Goes(Agent):
         return await SlowExit()
 
 
-@pytest.mark.xfail(strict=True, reason="issue 12: not fixed yet")
 async def test_close_leaves_no_hand_back_running(virtual_clock: VirtualClock) -> None:
     before = set(asyncio.all_tasks())
     session = Session(ScriptedLLM([tool_calls(("go", {})), text("ok")]))
@@ -332,10 +331,26 @@ async def test_close_leaves_no_hand_back_running(virtual_clock: VirtualClock) ->
     assert virtual_clock.elapsed < 10
 
 
+async def test_a_forced_interrupt_during_the_hand_back_does_not_stop_it(
+    virtual_clock: VirtualClock,
+) -> None:
+    llm = ScriptedLLM([tool_calls(("go", {})), text("ok"), text("Root again.")])
+    async with Session(llm) as session:
+        await session.start(Goes())
+        session.push_user_turn("go")
+        await asyncio.sleep(1)  # SlowExit completed; its on_exit runs for 60 s
+        session.interrupt(force=True)  # cancels the tool awaiting the task
+        await asyncio.sleep(1)
+        assert session.agent_state == "thinking"  # the hand-back is still owed
+        assert await session.wait_for_idle(timeout=120)
+        assert isinstance(session.current_agent, Goes)
+        result = await session.run(user_input="hello")
+        assert result.final_output == "Root again."
+
+
 # -- 7. a closed session reports a true state ---------------------------------------------
 
 
-@pytest.mark.xfail(strict=True, reason="issue 12: not fixed yet")
 async def test_a_session_closed_while_speaking_is_not_speaking(
     virtual_clock: VirtualClock,
 ) -> None:

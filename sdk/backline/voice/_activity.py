@@ -391,7 +391,7 @@ class AgentActivity:
             elif consume.exception() is not None:
                 error = consume.exception()
         except asyncio.CancelledError:
-            consume.cancel()
+            await cancel_and_wait([consume], owner=str(self))
             raise
         if step.text:
             result = await self._playout(speech)

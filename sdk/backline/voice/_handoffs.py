@@ -145,8 +145,15 @@ async def run_task(session: Session[Any], parent: AgentActivity, task: AgentTask
         task._completion_hook = None
         try:
             if not session._closing:
-                await asyncio.shield(hand_back(session, parent, child))
+                # The session owns the hand-back (close cancels it within its bound);
+                # a cancelled tool does not stop it halfway.
+                back = session._scope.create_task(
+                    hand_back(session, parent, child), name=f"hand back from {task.label}"
+                )
+                await asyncio.shield(back)
         finally:
+            # Released here, in the awaiting tool, with no suspension before its
+            # speech is watched again: a run never sees the gap as settled.
             if completing:
                 session._handoffs_pending -= 1
             flush_pending_turns(session)
@@ -177,3 +184,5 @@ async def hand_back(session: Session[Any], parent: AgentActivity, child: AgentAc
                 logger.warning("%s finished but its caller is gone", child.agent.label)
         finally:
             session._switching -= 1
+    flush_pending_turns(session)  # also when the awaiting tool was cancelled meanwhile
+    session._refresh()

@@ -268,7 +268,7 @@ class Session(Generic[UserdataT]):
         finally:
             self._closed = True
             self._away.cancel()
-            self._changed.notify()
+            self._refresh()  # the state a closed session reports, and wakes waiters
             if self._started:
                 from ..plugins import _session_hooks
 
@@ -446,6 +446,8 @@ class Session(Generic[UserdataT]):
         activity = self._activity
         if not self._started or activity is None:
             return "initializing"
+        if self._closed:
+            return "listening"  # nothing speaks or thinks any more
         cur = activity.current_speech
         if cur is not None:
             return "speaking" if cur.phase == "speaking" else "thinking"
@@ -513,8 +515,8 @@ class Session(Generic[UserdataT]):
             while True:
                 self._refresh_again = False
                 new = self._derive_agent_state()
-                if self._closing and self._started:
-                    new = self._agent_state
+                if self._closing and self._started and not self._closed:
+                    new = self._agent_state  # no churn while closing; the end is true
                 old = self._agent_state
                 if new != old:
                     self._agent_state = new
