@@ -211,6 +211,27 @@ class AgentActivity:
         self._wake.notify()
         self.session._refresh()
 
+    def hand_over_user_turns(self, to: AgentActivity) -> None:
+        """Replies to user turns that have not started move to ``to``, the inline
+        task that pauses this agent: the user speaks to the agent that is current,
+        and this one cannot answer until the task is done. The user message is
+        copied into ``to``'s context (the history has it already)."""
+        turns = sorted((q for q in self._queue if q[2]._user_turn is not None), key=lambda q: q[1])
+        if not turns:
+            return
+        self._queue = [q for q in self._queue if q[2]._user_turn is None]
+        heapq.heapify(self._queue)
+        for _, _, speech, _ in turns:
+            assert speech._user_turn is not None
+            to.agent._chat_ctx.insert([speech._user_turn])
+            speech._on_change = to._speech_changed
+            heapq.heappush(to._queue, (-speech.priority, next(_seq), speech, to._answer_turn))
+        to._wake.notify()
+        self.session._refresh()
+
+    async def _answer_turn(self, speech: SpeechHandle) -> None:
+        await self.reply_work(speech, instructions=None, tool_choice=None)
+
     def _speech_changed(self, speech: SpeechHandle) -> None:
         if speech.interrupted and speech is not self._current and not speech.done():
             self._queue = [q for q in self._queue if q[2] is not speech]

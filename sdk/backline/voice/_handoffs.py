@@ -122,6 +122,7 @@ async def run_task(session: Session[Any], parent: AgentActivity, task: AgentTask
                 parent.resume()
                 raise ToolError(f"cannot start {task.label}: {e}") from e
             set_current(session, child, parent)
+            parent.hand_over_user_turns(child)
             await follow_switch(session)
         finally:
             session._switching -= 1

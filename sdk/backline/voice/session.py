@@ -312,12 +312,14 @@ class Session(Generic[UserdataT]):
         allow_interruptions: bool | None,
         source: str,
         priority: int = PRIORITY_NORMAL,
+        user_turn: ChatMessage | None = None,
     ) -> SpeechHandle:
         speech = SpeechHandle(
             allow_interruptions=self._allow(activity, allow_interruptions),
             source=source,
             priority=priority,
         )
+        speech._user_turn = user_turn
         if user_input is not None:
             activity.record([ChatMessage(role="user", content=user_input)], None)
 
