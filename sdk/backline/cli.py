@@ -36,6 +36,8 @@ if TYPE_CHECKING:
 
 F = TypeVar("F", bound=Callable[..., Any])
 
+_FRONT_END_MARK = "__backline_front_end__"  # = plugins._options.FRONT_END_MARK (kept light)
+
 DEFAULT_LLM = "anthropic"
 DEFAULT_INSTRUCTIONS = (
     "You are a friendly, concise voice assistant. Background sessions do long-running "
@@ -67,6 +69,9 @@ class BacklineGroup(click.Group):
                 manager.register_commands(self)
             except PluginError as e:
                 self._plugin_error = e
+            from .plugins._options import attach_options
+
+            attach_options(self, manager.options())
         if self._plugin_error is not None and strict_errors:
             raise click.ClickException(str(self._plugin_error))
         return self._manager
@@ -83,6 +88,11 @@ class BacklineGroup(click.Group):
         if found is None:
             self.plugin_manager()
             found = self.commands.get(cmd_name)
+        elif getattr(found.callback, _FRONT_END_MARK, False):
+            # A front end builds a session from plugins anyway: load them now, so their
+            # options (register_options) parse and show in --help. A failure is
+            # reported by the command itself.
+            self.plugin_manager(strict_errors=False)
         return found
 
 
@@ -119,7 +129,11 @@ class SessionOptions:
 
 
 def session_options(command: F) -> F:
-    """Add the session options to a click command; it receives ``session_options``."""
+    """Add the session options to a click command; it receives ``session_options``.
+
+    The command becomes a front end: options plugins register with
+    ``register_options`` are added to it when plugins load.
+    """
 
     @functools.wraps(command)
     def wrapper(
@@ -140,6 +154,7 @@ def session_options(command: F) -> F:
         )
         return command(*args, session_options=options, **kwargs)
 
+    setattr(wrapper, _FRONT_END_MARK, True)
     decorators = [
         click.option(
             "--background",

@@ -107,6 +107,7 @@ def test_plugins_json_lists_name_version_hooks_registrations_and_status(
         "tools": [],
         "llms": [],
         "commands": [plugins["command"]],
+        "options": [],
     }
     bad = listed[plugins["bad"]]
     assert bad["status"] == "failed"

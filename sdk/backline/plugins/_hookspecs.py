@@ -21,7 +21,12 @@ PROJECT_NAME = "backline"
 hookspec = pluggy.HookspecMarker(PROJECT_NAME)
 hookimpl = pluggy.HookimplMarker(PROJECT_NAME)
 
-REGISTRATION_HOOKS = ("register_background_sessions", "register_tools", "register_llms")
+REGISTRATION_HOOKS = (
+    "register_background_sessions",
+    "register_tools",
+    "register_llms",
+    "register_options",
+)
 """Hooks called once per plugin when it loads; one that raises fails the plugin."""
 
 OBSERVER_HOOKS = ("session_started", "session_closed")
@@ -48,6 +53,18 @@ def register_llms(register: Any) -> None:
     ``factory(**options)`` returns an ``LLM``; the only option the CLI passes is
     ``model`` (a model name, or absent). Import heavy client libraries inside the
     factory, not at module level: plugins load on every ``backline`` start.
+    """
+
+
+@hookspec
+def register_options(register: Any) -> None:
+    """Add options to every front-end command (``backline console``, ``backline web``,
+    and front ends from plugins): call
+    ``register("--flag", envvar="MY_PLUGIN_FLAG", help="...", **click_option_kwargs)``.
+
+    A value given on the command line is exported to ``envvar`` before the session
+    is built; the plugin reads its configuration from the environment when a
+    session starts (so the variable works without the flag too).
     """
 
 

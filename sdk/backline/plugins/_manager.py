@@ -29,6 +29,7 @@ from ._registry import (
     ClashError,
     Kind,
     LLMEntry,
+    OptionEntry,
     PluginInfo,
     Registry,
     Staged,
@@ -306,6 +307,7 @@ class PluginManager:
         info.backgrounds = sorted(staged.backgrounds)
         info.tools = sorted(staged.tools)
         info.llms = sorted(staged.llms)
+        info.options = sorted(staged.options)
         if self._cli is not None and "register_commands" in info.hooks:
             self._register_commands_of(info, self._cli)
 
@@ -331,6 +333,7 @@ class PluginManager:
         info.error = text
         info.exception = error
         info.backgrounds, info.tools, info.llms, info.commands = [], [], [], []
+        info.options = []
         logger.warning("plugin '%s' failed to load: %s", info.name, text)
 
     # -- commands -----------------------------------------------------------------------
@@ -439,6 +442,10 @@ class PluginManager:
         if entry is None:
             raise UnknownNameError(self._unknown("LLM", name, self.llm_names()))
         return entry.factory(**options)
+
+    def options(self) -> list[OptionEntry]:
+        """Every front-end option plugins registered (``register_options``), by flag."""
+        return [self._registry.options[f] for f in sorted(self._registry.options)]
 
     def owner(self, kind: Kind, name: str) -> str | None:
         """The plugin that registered ``name`` (kind: background, tool, llm, command)."""

@@ -18,7 +18,7 @@ from ..llm.llm import LLM
 from ..llm.tools import FunctionTool, function_tool
 
 PluginStatus: TypeAlias = Literal["loaded", "failed", "disabled"]
-Kind: TypeAlias = Literal["background", "tool", "llm", "command", "plugin"]
+Kind: TypeAlias = Literal["background", "tool", "llm", "command", "option", "plugin"]
 
 RESERVED_OWNER = "backline (reserved)"
 """The owner named in a clash with a reserved tool name."""
@@ -28,8 +28,14 @@ KIND_LABELS: dict[str, str] = {
     "tool": "tool name",
     "llm": "LLM name",
     "command": "command",
+    "option": "front-end option",
     "plugin": "plugin name",
 }
+
+RESERVED_OPTIONS = frozenset(
+    {"--background", "-b", "--llm", "--model", "-m", "--instructions", "--agent", "--help"}
+)
+"""Flags the front ends own (``session_options``): a plugin cannot register them."""
 
 LLMFactory: TypeAlias = Callable[..., LLM]
 """``factory(**options) -> LLM``: what ``register_llms`` registers under a name."""
@@ -45,6 +51,12 @@ class RegisterTool(Protocol):
     """The ``register`` argument of ``register_tools``."""
 
     def __call__(self, tool: FunctionTool | Callable[..., Any]) -> None: ...
+
+
+class RegisterOption(Protocol):
+    """The ``register`` argument of ``register_options``."""
+
+    def __call__(self, *param_decls: str, envvar: str, help: str, **kwargs: Any) -> None: ...
 
 
 class RegisterLLM(Protocol):
@@ -97,6 +109,20 @@ class LLMEntry:
     plugin: str
 
 
+@dataclass(frozen=True)
+class OptionEntry:
+    """A front-end option a plugin registered: the click option and its variable.
+
+    ``option`` is a ``click.Option`` that exports its command-line value to
+    ``envvar`` (see ``backline.cli``); ``flag`` is its first long flag.
+    """
+
+    flag: str
+    envvar: str
+    option: Any
+    plugin: str
+
+
 @dataclass
 class PluginInfo:
     """One plugin as ``backline plugins`` lists it.
@@ -118,6 +144,7 @@ class PluginInfo:
     tools: list[str] = field(default_factory=list)
     llms: list[str] = field(default_factory=list)
     commands: list[str] = field(default_factory=list)
+    options: list[str] = field(default_factory=list)
     exception: BaseException | None = field(default=None, repr=False, compare=False)
 
     @property
@@ -131,6 +158,7 @@ class PluginInfo:
             "tools": list(self.tools),
             "llms": list(self.llms),
             "commands": list(self.commands),
+            "options": list(self.options),
         }
 
     def to_dict(self) -> dict[str, Any]:
@@ -168,6 +196,7 @@ class Staged:
         self.backgrounds: dict[str, BackgroundDefinition] = {}
         self.tools: dict[str, FunctionTool] = {}
         self.llms: dict[str, LLMEntry] = {}
+        self.options: dict[str, OptionEntry] = {}
         self._open_hook: str | None = None
 
     # -- the ``register`` callbacks handed to hooks --------------------------------
@@ -177,6 +206,7 @@ class Staged:
             "register_background_sessions": self._add_background,
             "register_tools": self._add_tool,
             "register_llms": self._add_llm,
+            "register_options": self._add_option,
         }
         add = adders[hook]
 
@@ -229,6 +259,21 @@ class Staged:
             raise ClashError(Clash("llm", name, self.plugin, self.plugin))
         self.llms[name] = LLMEntry(name, factory, description, self.plugin)
 
+    def _add_option(self, *param_decls: str, envvar: str, help: str, **kwargs: Any) -> None:
+        """Add a front-end option: ``register("--search", envvar="X_SEARCH", help="...")``.
+
+        The option joins ``backline console``, ``backline web`` and every other
+        front end; a value given on the command line is exported to ``envvar``.
+        Other keywords go to ``click.Option`` (``type``, ``is_flag``, ``metavar``,
+        ``show_default`` ...), except ``default``, ``multiple`` and ``callback``.
+        """
+        from ._options import make_option
+
+        entry = make_option(self.plugin, param_decls, envvar=envvar, help=help, **kwargs)
+        if entry.flag in self.options:
+            raise ClashError(Clash("option", entry.flag, self.plugin, self.plugin))
+        self.options[entry.flag] = entry
+
 
 class Registry:
     """Everything loaded plugins registered, keyed by name, with each owner."""
@@ -238,6 +283,7 @@ class Registry:
         self.tools: dict[str, FunctionTool] = {}
         self.llms: dict[str, LLMEntry] = {}
         self.commands: dict[str, str] = {}
+        self.options: dict[str, OptionEntry] = {}
         self._owners: dict[tuple[Kind, str], str] = {}
 
     def owner(self, kind: Kind, name: str) -> str | None:
@@ -248,10 +294,15 @@ class Registry:
         for name in staged.tools:
             if name in RESERVED_TOOL_NAMES:
                 raise ClashError(Clash("tool", name, RESERVED_OWNER, staged.plugin))
+        for entry in staged.options.values():
+            for opt in entry.option.opts + entry.option.secondary_opts:
+                if opt in RESERVED_OPTIONS:
+                    raise ClashError(Clash("option", opt, RESERVED_OWNER, staged.plugin))
         items: list[tuple[Kind, Iterable[str]]] = [
             ("background", staged.backgrounds),
             ("tool", staged.tools),
             ("llm", staged.llms),
+            ("option", staged.options),
         ]
         for kind, names in items:
             for name in names:
@@ -264,10 +315,12 @@ class Registry:
         self.backgrounds.update(staged.backgrounds)
         self.tools.update(staged.tools)
         self.llms.update(staged.llms)
+        self.options.update(staged.options)
         for kind, names in (
             ("background", staged.backgrounds),
             ("tool", staged.tools),
             ("llm", staged.llms),
+            ("option", staged.options),
         ):
             for name in names:
                 self._owners[(kind, name)] = staged.plugin  # type: ignore[index]
@@ -287,5 +340,6 @@ class Registry:
                 "tool": self.tools,
                 "llm": self.llms,
                 "command": self.commands,
+                "option": self.options,
             }
             tables[kind].pop(name, None)
