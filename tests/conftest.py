@@ -30,6 +30,14 @@ class Recorder:
         return [e.new for e in self.of("user_state_changed")]
 
 
+@pytest.fixture(autouse=True)
+def _guard(backline_guard: None) -> None:
+    """Every test of the suite is guarded (backline's pytest plugin): it fails if a
+    task it started still runs after it, or if anything reached an event loop's
+    exception handler while it ran. Exempt a test only with
+    ``@pytest.mark.backline_guard_off(reason="...")``."""
+
+
 @pytest.fixture
 async def no_leaked_tasks() -> Callable[[], Any]:
     """Call the returned coroutine function at the end of a test: it fails if tasks
