@@ -30,6 +30,23 @@ class Recorder:
         return [e.new for e in self.of("user_state_changed")]
 
 
+# Exemptions from the guard, each with its reason. Delete an entry once its cause is
+# fixed on main.
+GUARD_EXEMPT = {
+    "tests/plugins/claude_code/test_claude_code_e2e.py": (
+        "issue 13 item 3: closing the Claude Code client leaves the SDK's reader and MCP "
+        "bridge tasks running; fixed on the claude-hardening branch (its close tests)"
+    ),
+}
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        reason = GUARD_EXEMPT.get(item.nodeid.split("::")[0])
+        if reason is not None:
+            item.add_marker(pytest.mark.backline_guard_off(reason=reason))
+
+
 @pytest.fixture(autouse=True)
 def _guard(backline_guard: None) -> None:
     """Every test of the suite is guarded (backline's pytest plugin): it fails if a
