@@ -453,3 +453,53 @@ async def test_close_while_a_moved_turn_waits_for_the_task(
     await asyncio.sleep(when)
     await session.aclose()
     assert virtual_clock.elapsed < when + 5
+
+
+# -- found by the randomized schedules: every call in the history keeps one output ----
+
+
+def outputs_per_call(session: Session[Any]) -> dict[str, int]:
+    calls = [it.call_id for it in session.history.items if it.type == "function_call"]
+    outputs = [it.call_id for it in session.history.items if it.type == "function_call_output"]
+    return {c: outputs.count(c) for c in calls}
+
+
+@pytest.mark.parametrize("deferred", [False, True])
+async def test_close_while_a_tool_runs_leaves_every_call_with_an_output(
+    virtual_clock: VirtualClock, deferred: bool
+) -> None:
+    @function_tool
+    async def job(ctx: RunContext[Any]) -> str:
+        """A job."""
+        if deferred:
+            await ctx.update("started")
+        await asyncio.sleep(10)
+        return "done"
+
+    session = Session(ScriptedLLM([tool_calls(("job", {}))]), tools=[job])
+    await session.start(Agent("a"))
+    session.push_user_turn("go")
+    await asyncio.sleep(0.5)
+    await session.aclose()
+    assert outputs_per_call(session) == {"call_1": 1}
+
+
+async def test_a_tool_that_stops_the_response_still_has_an_output(
+    virtual_clock: VirtualClock,
+) -> None:
+    from backline import StopResponse
+
+    @function_tool
+    async def hang_up() -> str:
+        """Hang up."""
+        raise StopResponse()
+
+    llm = ScriptedLLM([tool_calls(("hang_up", {})), text("Next turn.")])
+    async with Session(llm, tools=[hang_up]) as session:
+        await session.start(Agent("a"))
+        await session.run(user_input="bye")
+        assert outputs_per_call(session) == {"call_1": 1}
+        result = await session.run(user_input="hello again")
+        assert result.final_output == "Next turn."
+        # The model saw a call paired with its output (as a model API requires).
+        assert any(it.type == "function_call_output" for it in llm.requests[-1].chat_ctx.items)

@@ -44,6 +44,7 @@ class _Step:
     calls: list[CallState] = field(default_factory=list)
     over_limit: bool = False
     usage: Usage | None = None
+    settled: bool = False  # the outputs of ``calls`` are recorded
 
 
 class AgentActivity:
@@ -340,16 +341,34 @@ class AgentActivity:
         instructions: str | None,
         tool_choice: ToolChoice | None,
     ) -> None:
+        steps: list[_Step] = []
+        try:
+            await self._reply_steps(speech, instructions, tool_choice, steps)
+        except asyncio.CancelledError:
+            # Cancelled (close): every call in the history still gets its output.
+            if steps and not steps[-1].settled:
+                self._abandon_calls(steps[-1].calls, speech)
+            raise
+
+    async def _reply_steps(
+        self,
+        speech: SpeechHandle,
+        instructions: str | None,
+        tool_choice: ToolChoice | None,
+        steps: list[_Step],
+    ) -> None:
         session = self.session
         choice = tool_choice
         step_index = 0
         while not speech.interrupted:
             speech._set_phase("thinking")
-            step = await self._generate_step(speech, instructions, choice, step_index)
-            if step is None:
+            step = _Step()
+            steps.append(step)
+            if not await self._generate_step(speech, instructions, choice, step_index, step):
                 return  # the model failed; reported already
             if speech.interrupted:
                 await self._cancel_calls(step.calls, speech)
+                step.settled = True
                 return
             if not step.calls:
                 if step.over_limit:
@@ -359,6 +378,7 @@ class AgentActivity:
             outcomes = await self._await_calls(step.calls, speech)
             outputs = [o.output for o in outcomes]
             self.record([o for o in outputs if o is not None], speech)
+            step.settled = True
             if session._wants("function_tools_executed"):
                 session.emit(
                     FunctionToolsExecuted(calls=[st.call for st in step.calls], outputs=outputs)
@@ -391,14 +411,15 @@ class AgentActivity:
         instructions: str | None,
         choice: ToolChoice | None,
         step_index: int,
-    ) -> _Step | None:
+        step: _Step,
+    ) -> bool:
+        """One LLM request, its playout and its calls' start; False if it failed."""
         session = self.session
         tools = self.tool_map()
         ctx = self.agent.chat_ctx
         if instructions:
             ctx = ctx.copy()
             ctx.insert(ChatMessage(role="system", content=instructions))
-        step = _Step()
         tool_list = [] if choice == "none" else list(tools.values())
         consume = asyncio.get_running_loop().create_task(
             self._consume(speech, ctx, tool_list, choice, tools, step, step_index)
@@ -433,8 +454,9 @@ class AgentActivity:
             if step.calls:
                 outcomes = await self._await_calls(step.calls, speech)
                 self.record([o.output for o in outcomes if o.output is not None], speech)
-            return None
-        return step
+            step.settled = True
+            return False
+        return True
 
     async def _consume(
         self,
@@ -514,6 +536,15 @@ class AgentActivity:
         if not task.done():
             to_cancel.append(task)
         return ToolOutcome(_error_output(call, CANCELLED_OUTPUT))
+
+    def _abandon_calls(self, calls: list[CallState], speech: SpeechHandle) -> None:
+        """Record an output for each call now, without waiting: the ones still
+        running are cancelled (their task's owner, the tool scope, awaits them)."""
+        to_cancel: list[asyncio.Task[Any]] = []
+        outputs = [self._outcome_of(st, to_cancel).output for st in calls]
+        for task in to_cancel:
+            task.cancel()
+        self.record([o for o in outputs if o is not None], speech)
 
     async def _cancel_calls(self, calls: list[CallState], speech: SpeechHandle) -> None:
         if not calls:

@@ -28,6 +28,8 @@ DEFAULT_UPDATE_TEMPLATE = (
     "Do not invent its results: they will arrive later, and you will be told."
 )
 
+STOPPED_OUTPUT = "Done; the tool asked for no reply."
+
 CANCELLED_OUTPUT = "The call was cancelled: the user interrupted before it finished."
 
 TOOL_REPLY_AT_TAIL = (
@@ -180,7 +182,11 @@ class ToolRunner:
         except ToolError as e:
             return error(e.message)
         except StopResponse:
-            return ToolOutcome(None, stop_response=True)
+            # The call is in the history already: it gets an output like any other.
+            return ToolOutcome(
+                FunctionCallOutput(call_id=call.call_id, name=call.name, output=STOPPED_OUTPUT),
+                stop_response=True,
+            )
         except asyncio.CancelledError:
             raise
         except Exception as e:
