@@ -36,7 +36,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import looptime
-from hypothesis import given
+from hypothesis import event, given
 from hypothesis import strategies as st
 
 from backline import (
@@ -51,10 +51,12 @@ from backline import (
 )
 from backline.testing import LLMRequest, ScriptedLLM, ScriptedResponse, text, tool_calls
 
-TURNS = ["chat", "defer", "plain", "handoff", "both", "task", "finish"]
+TURNS = ["handoff", "task", "defer", "finish", "chat", "both", "plain"]
 
+TURN = st.tuples(st.just("turn"), st.sampled_from(TURNS))
 ACTIONS = st.one_of(
-    st.tuples(st.just("turn"), st.sampled_from(TURNS)),
+    TURN,
+    TURN,  # twice as likely as any other step
     st.tuples(st.just("interrupt"), st.booleans()),
     st.tuples(st.just("speak"), st.booleans()),
     st.tuples(st.just("say"), st.booleans()),
@@ -97,6 +99,8 @@ class World:
     bg_turn: int | None = None  # the background turn running now
     bg_cut: asyncio.Event | None = None
     bg_mid_turn: Counter[int] = field(default_factory=Counter)  # messages that arrived mid-turn
+    bg_interrupts: int = 0
+    tasks_done: int = 0
     notes: int = 0
     handoffs: int = 0
     # Silent notes sent while agents were switching: (text, handoffs seen at the time).
@@ -114,8 +118,12 @@ def respond(request: LLMRequest) -> ScriptedResponse:
     if any("greet" in i for i in request.instructions):
         return text("Hello, how can I help?")
     names = set(request.tool_names)
-    msg = request.last_message
-    content = msg.content if msg is not None else ""
+    said = [  # what the user said last (background notes are not the user)
+        it.content
+        for it in items
+        if it.type == "message" and it.role == "user" and "Background session" not in it.content
+    ]
+    content = said[-1] if said else ""
     wanted: dict[str, ScriptedResponse] = {
         "defer": tool_calls(("job", {"seconds": 3.5}), text="Starting."),
         "plain": tool_calls(("quick", {})),
@@ -187,6 +195,7 @@ class Quiz(Hooks, AgentTask[str]):
     @function_tool
     async def finish(self) -> str:
         """Finish the quiz."""
+        self.world.tasks_done += 1
         self.complete("quiz done")
         return "finished"
 
@@ -224,6 +233,7 @@ def make_background(world: World) -> Any:
             turn = world.bg_turn
             if turn is None or not world.bg_mid_turn[turn]:
                 world.violations.append(f"an interrupt landed on background turn {turn}")
+            world.bg_interrupts += 1
             if world.bg_cut is not None:
                 world.bg_cut.set()
 
@@ -312,7 +322,9 @@ def check(s: Session[Any], world: World, where: str) -> None:
         world.following.clear()
 
 
-async def scenario(config: Config, actions: list[tuple[str, Any]], close_at: int) -> World:
+async def scenario(
+    config: Config, actions: list[tuple[str, Any]], close_at: int, pauses: list[float]
+) -> World:
     world = World(config=config)
     loop = asyncio.get_running_loop()
     before = set(asyncio.all_tasks())
@@ -327,7 +339,7 @@ async def scenario(config: Config, actions: list[tuple[str, Any]], close_at: int
         world.handoffs += 1
 
     def on_state(ev: Any) -> None:
-        if ev.new == "listening" and owed(session):
+        if ev.new == "listening" and not session.closed and owed(session):
             world.violations.append("listening while a follow-up was owed")
 
     session.on("agent_handoff", on_handoff)
@@ -355,6 +367,11 @@ async def scenario(config: Config, actions: list[tuple[str, Any]], close_at: int
         else:
             await asyncio.sleep(arg)
         check(session, world, f"step {i} {kind} {arg}")
+        if i < len(pauses) and pauses[i]:
+            await asyncio.sleep(pauses[i])  # the step unfolds
+            check(session, world, f"after step {i}")
+    await asyncio.sleep(pauses[len(actions)] if len(pauses) > len(actions) else 0.0)
+    check(session, world, "before close")
     start = loop.time()
     await session.aclose()
     after_close(session, world, loop.time() - start, before)
@@ -393,23 +410,40 @@ def after_close(s: Session[Any], world: World, took: float, before: set[Any]) ->
     json.dumps(s.history.to_dicts())  # the history stays serialisable
 
 
-def run_scenario(config: Config, actions: list[tuple[str, Any]], close_at: int) -> World:
+def run_scenario(
+    config: Config,
+    actions: list[tuple[str, Any]],
+    close_at: int = 99,
+    pauses: list[float] | None = None,
+) -> World:
     loop = looptime.new_event_loop(start=0.0)  # virtual time from the start
+    coro = scenario(config, actions, close_at, pauses or [])
     try:
-        return loop.run_until_complete(asyncio.wait_for(scenario(config, actions, close_at), 600))
+        return loop.run_until_complete(asyncio.wait_for(coro, 600))
     finally:
         loop.close()
 
 
+PAUSE = st.sampled_from([0.0, 0.0, 0.3, 1.5, 4.0])  # virtual seconds between two steps
+
+
 @given(
     config=CONFIGS,
-    actions=st.lists(ACTIONS, min_size=1, max_size=16),
-    close_at=st.integers(0, 20),
+    steps=st.lists(st.tuples(ACTIONS, PAUSE), min_size=6, max_size=20),
+    close_at=st.one_of(st.just(99), st.integers(2, 20)),  # often after the last step
+    settle=PAUSE,
 )
 def test_random_schedules_keep_the_invariants(
-    config: Config, actions: list[tuple[str, Any]], close_at: int
+    config: Config, steps: list[tuple[tuple[str, Any], float]], close_at: int, settle: float
 ) -> None:
-    world = run_scenario(config, actions, close_at)
+    actions = [action for action, _ in steps]
+    pauses = [pause for _, pause in steps] + [settle]
+    world = run_scenario(config, actions, close_at, pauses)
+    # What the schedules reached (``--hypothesis-show-statistics`` lists these).
+    event(f"agent switches: {min(world.handoffs, 3)}{'+' if world.handoffs > 3 else ''}")
+    event(f"inline tasks completed: {min(world.tasks_done, 1)}+")
+    event(f"deferred results: {min(len(world.accepted_finals), 1)}+")
+    event(f"background turns interrupted: {min(world.bg_interrupts, 1)}+")
     assert world.violations == []
 
 
@@ -427,7 +461,7 @@ def test_a_known_busy_schedule() -> None:
         ("turn", "plain"),
         ("wait", 6.0),
     ]
-    world = run_scenario(Config(), actions, close_at=99)
+    world = run_scenario(Config(), actions)
     assert world.violations == []
     assert world.accepted_finals
 
@@ -450,6 +484,6 @@ def test_a_known_schedule_across_tasks_handoffs_and_background_turns() -> None:
         ("bg_send", True),  # and during a handoff
         ("wait", 8.0),
     ]
-    world = run_scenario(config, actions, close_at=99)
+    world = run_scenario(config, actions)
     assert world.violations == []
     assert world.accepted_finals and world.bg_turns >= 2 and world.handoffs >= 3

@@ -174,10 +174,10 @@ class BackgroundRuntime:
         self._reader = me
         try:
             while True:
-                while not self._inbox:
-                    if self.closed:
-                        return
+                while not self._inbox and not self.closed:
                     await self._inbox_signal.wait()
+                if self.closed:
+                    return  # what is still waiting is dropped: the session is gone
                 if batch:
                     yield self.take_pending()
                 else:

@@ -267,6 +267,7 @@ class Session(Generic[UserdataT]):
             logger.exception("error while closing the session")
         finally:
             self._closed = True
+            self._pending_turns.clear()  # turns held for a handoff that never comes
             self._away.cancel()
             self._refresh()  # the state a closed session reports, and wakes waiters
             if self._started:
