@@ -342,6 +342,11 @@ async def scenario(
         if ev.new == "listening" and not session.closed and owed(session):
             world.violations.append("listening while a follow-up was owed")
 
+    def on_status(ev: Any) -> None:
+        if ev.status == "crashed":
+            world.violations.append(f"the background crashed: {ev.error}")
+
+    session.on("background_status", on_status)
     session.on("agent_handoff", on_handoff)
     session.on("agent_state_changed", on_state)
     await session.start(Worker(world, "A"))
