@@ -503,3 +503,63 @@ async def test_a_tool_that_stops_the_response_still_has_an_output(
         assert result.final_output == "Next turn."
         # The model saw a call paired with its output (as a model API requires).
         assert any(it.type == "function_call_output" for it in llm.requests[-1].chat_ctx.items)
+
+
+# -- found by the randomized schedules: there is never a closed current agent ---------
+
+
+async def test_say_while_the_old_agent_is_torn_down_goes_to_the_new_agent(
+    virtual_clock: VirtualClock,
+) -> None:
+    tearing_down = asyncio.Event()
+
+    class SlowToStop(Agent):
+        def __init__(self) -> None:
+            super().__init__("a")
+
+        async def on_enter(self) -> None:
+            try:
+                await asyncio.Event().wait()
+            finally:  # cleanup that takes a while once cancelled
+                tearing_down.set()
+                await asyncio.sleep(1)
+
+        @function_tool
+        async def transfer(self) -> Agent:
+            """Transfer."""
+            return Agent("b")
+
+    output = InMemoryTextOutput()
+    async with Session(ScriptedLLM([tool_calls(("transfer", {}))]), output=output) as session:
+        await session.start(SlowToStop())
+        session.push_user_turn("transfer")
+        await asyncio.wait_for(tearing_down.wait(), 5)
+        handle = session.say("Still here.")  # raised "no longer active" before
+        await handle
+        assert type(session.current_agent) is Agent
+        assert "Still here." in [getattr(it, "content", None) for it in session.history.items]
+
+
+async def test_an_agent_can_hand_off_to_itself(virtual_clock: VirtualClock) -> None:
+    entered: list[float] = []
+
+    class Restarts(Agent):
+        def __init__(self) -> None:
+            super().__init__("a")
+
+        async def on_enter(self) -> None:
+            entered.append(virtual_clock.elapsed)
+
+        @function_tool
+        async def restart(self) -> Agent:
+            """Start over."""
+            return self
+
+    llm = ScriptedLLM([tool_calls(("restart", {})), text("Fresh start.")])
+    async with Session(llm) as session:
+        agent = Restarts()
+        await session.start(agent)
+        await session.run(user_input="restart")
+        assert session.current_agent is agent and len(entered) == 2
+        result = await session.run(user_input="hello")
+        assert result.final_output == "Fresh start."

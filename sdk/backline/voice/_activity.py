@@ -108,9 +108,12 @@ class AgentActivity:
         self.session._check_agent_tools(self.agent, agent_tools)
 
     # -- lifecycle --------------------------------------------------------------
-    async def start(self) -> None:
+    async def start(self, *, replacing: AgentActivity | None = None) -> None:
+        """Start running the agent (``replacing``: the activity of the same agent
+        that a handoff to itself retires once this one is current)."""
         self.check_tools(self.agent._tools)
-        if self.agent._activity is not None and self.agent._activity is not self:
+        running = self.agent._activity
+        if running is not None and running is not self and running is not replacing:
             raise RuntimeError(f"{self.agent.label} is already running in a session")
         self.agent._activity = self
         self._attach_realtime()
@@ -434,6 +437,8 @@ class AgentActivity:
                 error = consume.exception()
         except asyncio.CancelledError:
             await cancel_and_wait([consume], owner=str(self))
+            if consume.done() and not consume.cancelled():
+                consume.exception()  # retrieved: a failed request is moot once cancelled
             raise
         if step.text:
             result = await self._playout(speech)

@@ -51,12 +51,13 @@ async def handoff(session: Session[Any], old: AgentActivity, agent: Agent) -> No
             try:
                 await old.agent.on_exit()
                 await old.drain()
-                await old.aclose()
-                forget(session, old)
                 if session._closing:
                     return  # close owns what is left; never start an agent now
-                await new.start()
+                await new.start(replacing=old)
+                # The new agent is current before the old one is torn down: there is
+                # never a closed current agent (a say() meanwhile goes to the new one).
                 set_current(session, new, old)
+                await retire(session, old)
                 await follow_switch(session)
             finally:
                 session._switching -= 1
@@ -72,7 +73,9 @@ async def handoff(session: Session[Any], old: AgentActivity, agent: Agent) -> No
         session._refresh()
 
 
-def forget(session: Session[Any], activity: AgentActivity) -> None:
+async def retire(session: Session[Any], activity: AgentActivity) -> None:
+    """Close an agent that is no longer current, for good."""
+    await activity.aclose()
     if activity in session._activities:
         session._activities.remove(activity)
     session._away.move_holds(activity, None)  # its running tools now belong to the session
@@ -169,8 +172,6 @@ async def hand_back(session: Session[Any], parent: AgentActivity, child: AgentAc
         try:
             await child.agent.on_exit()
             await child.drain()
-            await child.aclose()
-            forget(session, child)
             if session._activity is child and not parent.closed:
                 merged = child.agent.chat_ctx.copy(
                     exclude_instructions=True,
@@ -178,11 +179,12 @@ async def hand_back(session: Session[Any], parent: AgentActivity, child: AgentAc
                     exclude_handoffs=True,
                 )
                 parent.agent._chat_ctx.insert(merged.items)
-                set_current(session, parent, child)
+                set_current(session, parent, child)  # before the task is torn down
                 parent.resume()
-                await follow_switch(session)
             elif session._activity is child:  # pragma: no cover - parent closed under us
                 logger.warning("%s finished but its caller is gone", child.agent.label)
+            await retire(session, child)
+            await follow_switch(session)
         finally:
             session._switching -= 1
     flush_pending_turns(session)  # also when the awaiting tool was cancelled meanwhile
