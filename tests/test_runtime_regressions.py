@@ -563,3 +563,31 @@ async def test_an_agent_can_hand_off_to_itself(virtual_clock: VirtualClock) -> N
         assert session.current_agent is agent and len(entered) == 2
         result = await session.run(user_input="hello")
         assert result.final_output == "Fresh start."
+
+
+async def test_a_handoff_to_an_agent_running_elsewhere_keeps_the_old_agent(
+    virtual_clock: VirtualClock,
+) -> None:
+    elsewhere = Agent("busy")
+
+    class A(Agent):
+        def __init__(self) -> None:
+            super().__init__("a")
+
+        @function_tool
+        async def transfer(self) -> Agent:
+            """Transfer."""
+            return elsewhere
+
+    llm = ScriptedLLM([tool_calls(("transfer", {})), text("Still A.")])
+    async with Session(ScriptedLLM()) as other, Session(llm) as session:
+        await other.start(elsewhere)
+        await session.start(A())
+        errors: list[Any] = []
+        session.on("error", errors.append)
+        await session.run(user_input="transfer")
+        assert [e.source for e in errors] == ["handoff"]
+        assert "already running" in str(errors[0].error)
+        assert isinstance(session.current_agent, A)  # not a closed agent
+        result = await session.run(user_input="hello")
+        assert result.final_output == "Still A."
