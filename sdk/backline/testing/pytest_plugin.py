@@ -157,7 +157,11 @@ def backline_guard(request: pytest.FixtureRequest) -> Iterator[None]:
         # The async part runs in the test's loop; it is torn down after this
         # fixture (it was requested from here), and gives the verdict.
         request.node.stash[_GUARD_KEY] = guard
-        request.getfixturevalue("_backline_guard_loop")
+        try:
+            request.getfixturevalue("_backline_guard_loop")
+        except BaseException:
+            guard.finish()  # undo the loop policy wrapper
+            raise
         yield
         return
     try:
