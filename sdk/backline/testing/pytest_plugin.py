@@ -26,6 +26,7 @@ it). ``@pytest.mark.backline_guard_off(reason="...")`` exempts a test, and says 
 from __future__ import annotations
 
 import asyncio
+import gc
 import inspect
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from typing import TYPE_CHECKING
@@ -150,6 +151,7 @@ def backline_guard(request: pytest.FixtureRequest) -> Iterator[None]:
         if not (off.kwargs.get("reason") or off.args):
             pytest.fail("@pytest.mark.backline_guard_off needs a reason", pytrace=False)
         yield
+        gc.collect()  # its garbage is reported now, not blamed on a guarded test later
         return
     guard = LoopGuard()
     guard.start()
