@@ -33,12 +33,7 @@ class Recorder:
 
 # Exemptions from the guard, each with its reason. Delete an entry once its cause is
 # fixed on main.
-GUARD_EXEMPT = {
-    "tests/plugins/claude_code/test_claude_code_e2e.py": (
-        "issue 13 item 3: closing the Claude Code client leaves the SDK's reader and MCP "
-        "bridge tasks running; fixed on the claude-hardening branch (its close tests)"
-    ),
-}
+GUARD_EXEMPT: dict[str, str] = {}  # test file -> why its tests are not guarded
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
