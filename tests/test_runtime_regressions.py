@@ -591,3 +591,26 @@ async def test_a_handoff_to_an_agent_running_elsewhere_keeps_the_old_agent(
         assert isinstance(session.current_agent, A)  # not a closed agent
         result = await session.run(user_input="hello")
         assert result.final_output == "Still A."
+
+
+async def test_a_tool_that_finishes_before_the_next_call_streams_stays_after_the_calls(
+    virtual_clock: VirtualClock,
+) -> None:
+    @function_tool
+    async def left() -> str:
+        """Left."""
+        return "LEFT"
+
+    @function_tool
+    async def right() -> str:
+        """Right."""
+        return "RIGHT"
+
+    # The second call streams 0.5 s after the first, which has finished by then.
+    llm = ScriptedLLM([tool_calls(("left", {}), ("right", {}), chunk_delay=0.5), text("Both.")])
+    async with Session(llm, tools=[left, right]) as session:
+        await session.start(Agent("a"))
+        await session.run(user_input="both")
+        kinds = [it.type for it in session.history.items]
+        # One step is one assistant turn: both calls, then both outputs.
+        assert kinds[1:5] == ["function_call"] * 2 + ["function_call_output"] * 2

@@ -380,7 +380,7 @@ class AgentActivity:
             speech._set_phase("thinking")
             outcomes = await self._await_calls(step.calls, speech)
             outputs = [o.output for o in outcomes]
-            self.record([o for o in outputs if o is not None], speech)
+            self._record_outputs(step.calls, outputs, speech)
             step.settled = True
             if session._wants("function_tools_executed"):
                 session.emit(
@@ -459,7 +459,7 @@ class AgentActivity:
             session.emit(ErrorEvent(error=error, recoverable=True, source="llm"))
             if step.calls:
                 outcomes = await self._await_calls(step.calls, speech)
-                self.record([o.output for o in outcomes if o.output is not None], speech)
+                self._record_outputs(step.calls, [o.output for o in outcomes], speech)
             step.settled = True
             return False
         return True
@@ -552,13 +552,28 @@ class AgentActivity:
         outputs = [self._outcome_of(st, to_cancel).output for st in calls]
         for task in to_cancel:
             task.cancel()
-        self.record([o for o in outputs if o is not None], speech)
+        self._record_outputs(calls, outputs, speech)
 
     async def _cancel_calls(self, calls: list[CallState], speech: SpeechHandle) -> None:
         if not calls:
             return
         outcomes = await self._await_calls(calls, speech)
-        self.record([o.output for o in outcomes if o.output is not None], speech)
+        self._record_outputs(calls, [o.output for o in outcomes], speech)
+
+    def _record_outputs(
+        self,
+        calls: list[CallState],
+        outputs: list[FunctionCallOutput | None],
+        speech: SpeechHandle,
+    ) -> None:
+        """Record one step's outputs after all of its calls: a tool that finished
+        before the model streamed the step's next call must not land between them
+        (the history is ordered by time; one step is one assistant turn)."""
+        last_call = max((st.call.created_at for st in calls), default=0.0)
+        kept: list[ChatItem] = [o for o in outputs if o is not None]
+        for out in kept:
+            out.created_at = max(out.created_at, last_call)
+        self.record(kept, speech)
 
 
 def _settled(st: CallState) -> bool:
