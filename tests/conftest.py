@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import asyncio
+import os
 from collections.abc import Callable
 from typing import Any
 
@@ -30,6 +31,29 @@ class Recorder:
         return [e.new for e in self.of("user_state_changed")]
 
 
+# Exemptions from the guard, each with its reason. Delete an entry once its cause is
+# fixed on main.
+GUARD_EXEMPT: dict[str, str] = {}  # test file -> why its tests are not guarded
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    long_run = config.getoption("hypothesis_profile", None) == "long"
+    for item in items:
+        reason = GUARD_EXEMPT.get(item.nodeid.split("::")[0])
+        if reason is not None:
+            item.add_marker(pytest.mark.backline_guard_off(reason=reason))
+        if long_run and getattr(getattr(item, "obj", None), "is_hypothesis_test", False):
+            item.add_marker(pytest.mark.timeout(0))  # a long run takes what it takes
+
+
+@pytest.fixture(autouse=True)
+def _guard(backline_guard: None) -> None:
+    """Every test of the suite is guarded (backline's pytest plugin): it fails if a
+    task it started still runs after it, or if anything reached an event loop's
+    exception handler while it ran. Exempt a test only with
+    ``@pytest.mark.backline_guard_off(reason="...")``."""
+
+
 @pytest.fixture
 async def no_leaked_tasks() -> Callable[[], Any]:
     """Call the returned coroutine function at the end of a test: it fails if tasks
@@ -48,15 +72,30 @@ async def no_leaked_tasks() -> Callable[[], Any]:
 
 from hypothesis import HealthCheck, settings  # noqa: E402
 
+
+def _examples(default: int) -> int:
+    """``BACKLINE_HYPOTHESIS_EXAMPLES`` overrides a profile's example count."""
+    raw = os.environ.get("BACKLINE_HYPOTHESIS_EXAMPLES", "").strip()
+    if not raw:
+        return default
+    if not raw.isdigit() or int(raw) < 1:
+        raise pytest.UsageError(
+            f"BACKLINE_HYPOTHESIS_EXAMPLES must be a positive whole number, got {raw!r}"
+        )
+    return int(raw)
+
+
+# default: CI's bounded run. long: thousands of examples, and pytest-timeout's
+# per-test limit off for the property tests (see pytest_collection_modifyitems).
 settings.register_profile(
     "default",
-    max_examples=25,
+    max_examples=_examples(25),
     deadline=None,
     suppress_health_check=[HealthCheck.too_slow],
 )
 settings.register_profile(
     "long",
-    max_examples=2000,
+    max_examples=_examples(2000),
     deadline=None,
     suppress_health_check=[HealthCheck.too_slow],
 )

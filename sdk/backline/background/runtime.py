@@ -131,14 +131,20 @@ class BackgroundRuntime:
         now = asyncio.get_running_loop().time()
         if self._grace.should_interrupt(now=now, earlier_waiting=waiting):
             callback = self.interrupt_callback
-            if callback is not None:
+            turn = self._grace.turn
+            if callback is not None and turn is not None:
                 task = self.manager.scope.create_task(
-                    self._interrupt(callback), name=f"interrupt {self.definition.id}"
+                    self._interrupt(callback, turn), name=f"interrupt {self.definition.id}"
                 )
                 self._interrupts.add(task)
                 task.add_done_callback(self._interrupts.discard)
 
-    async def _interrupt(self, callback: Callable[[], Awaitable[None]]) -> None:
+    async def _interrupt(self, callback: Callable[[], Awaitable[None]], turn: int) -> None:
+        if self._grace.turn != turn:
+            logger.debug(
+                "background session %r: interrupt dropped, its turn has ended", self.definition.id
+            )
+            return
         try:
             await callback()
         except asyncio.CancelledError:
@@ -170,10 +176,10 @@ class BackgroundRuntime:
         self._reader = me
         try:
             while True:
-                while not self._inbox:
-                    if self.closed:
-                        return
+                while not self._inbox and not self.closed:
                     await self._inbox_signal.wait()
+                if self.closed:
+                    return  # what is still waiting is dropped: the session is gone
                 if batch:
                     yield self.take_pending()
                 else:
@@ -262,14 +268,13 @@ class BackgroundRuntime:
         if self._grace.in_turn:
             raise RuntimeError("ctx.turn() is already active; turns do not nest")
         self._grace.turn_started(asyncio.get_running_loop().time())
-        away = self.session._away
-        away.take_hold(None)
+        hold = self.session._away.take_hold(None)
         self._set_status("busy")
         try:
             yield
         finally:
             self._grace.turn_ended()
-            away.release_hold(None)
+            hold.release()
             if not self.closed:
                 self._set_status("idle")
 
@@ -367,6 +372,9 @@ class BackgroundManager:
         except BaseException:
             await self.aclose()
             raise
+
+    def schedulers(self) -> list[ReplyScheduler]:
+        return [rt.scheduler for rt in self.runtimes.values()]
 
     def owes_reply(self) -> bool:
         return any(rt.scheduler.owes_reply() for rt in self.runtimes.values())

@@ -44,6 +44,7 @@ class _Step:
     calls: list[CallState] = field(default_factory=list)
     over_limit: bool = False
     usage: Usage | None = None
+    settled: bool = False  # the outputs of ``calls`` are recorded
 
 
 class AgentActivity:
@@ -64,7 +65,6 @@ class AgentActivity:
         self.drain_exempt: dict[asyncio.Task[Any], SpeechHandle | None] = {}
         self._realtime_listener: Callable[[bool], None] | None = None
         self.entering = False  # on_enter is running
-        self.entering_blocked = False  # ... and waits on an inline AgentTask
 
     def __repr__(self) -> str:
         return f"AgentActivity({self.agent.label})"
@@ -108,9 +108,12 @@ class AgentActivity:
         self.session._check_agent_tools(self.agent, agent_tools)
 
     # -- lifecycle --------------------------------------------------------------
-    async def start(self) -> None:
+    async def start(self, *, replacing: AgentActivity | None = None) -> None:
+        """Start running the agent (``replacing``: the activity of the same agent
+        that a handoff to itself retires once this one is current)."""
         self.check_tools(self.agent._tools)
-        if self.agent._activity is not None and self.agent._activity is not self:
+        running = self.agent._activity
+        if running is not None and running is not self and running is not replacing:
             raise RuntimeError(f"{self.agent.label} is already running in a session")
         self.agent._activity = self
         self._attach_realtime()
@@ -118,6 +121,8 @@ class AgentActivity:
         self._started = True
 
     def start_on_enter(self) -> None:
+        if type(self.agent).on_enter is Agent.on_enter:
+            return  # nothing to run (and no "thinking" while it would)
         self.entering = True
         self._scope.create_task(self._run_on_enter(), name=f"{self.agent.label}.on_enter")
 
@@ -134,11 +139,6 @@ class AgentActivity:
         finally:
             self.entering = False
             self.session._refresh()
-
-    @property
-    def entering_unblocked(self) -> bool:
-        """``on_enter`` is running and not parked on an inline task."""
-        return self.entering and not self.entering_blocked
 
     def _attach_realtime(self) -> None:
         rt = self.agent.realtime or self.session.realtime
@@ -215,6 +215,27 @@ class AgentActivity:
         self._wake.notify()
         self.session._refresh()
 
+    def hand_over_user_turns(self, to: AgentActivity) -> None:
+        """Replies to user turns that have not started move to ``to``, the inline
+        task that pauses this agent: the user speaks to the agent that is current,
+        and this one cannot answer until the task is done. The user message is
+        copied into ``to``'s context (the history has it already)."""
+        turns = sorted((q for q in self._queue if q[2]._user_turn is not None), key=lambda q: q[1])
+        if not turns:
+            return
+        self._queue = [q for q in self._queue if q[2]._user_turn is None]
+        heapq.heapify(self._queue)
+        for _, _, speech, _ in turns:
+            assert speech._user_turn is not None
+            to.agent._chat_ctx.insert([speech._user_turn])
+            speech._on_change = to._speech_changed
+            heapq.heappush(to._queue, (-speech.priority, next(_seq), speech, to._answer_turn))
+        to._wake.notify()
+        self.session._refresh()
+
+    async def _answer_turn(self, speech: SpeechHandle) -> None:
+        await self.reply_work(speech, instructions=None, tool_choice=None)
+
     def _speech_changed(self, speech: SpeechHandle) -> None:
         if speech.interrupted and speech is not self._current and not speech.done():
             self._queue = [q for q in self._queue if q[2] is not speech]
@@ -236,10 +257,12 @@ class AgentActivity:
                 await speech.wait_for_playout()
             finally:
                 self._current = None
+                # The handoff the speech owes is requested (or released, when closing)
+                # even if this loop is cancelled the moment the speech ends.
+                handoff, speech._handoff = speech._handoff, None
+                if handoff is not None:
+                    self.session._request_handoff(self, handoff)
             self.session._refresh()
-            handoff = speech._handoff
-            if handoff is not None:
-                self.session._request_handoff(self, handoff)
 
     async def _run_speech(self, speech: SpeechHandle, work: SpeechWork) -> None:
         current_call.set(None)
@@ -321,16 +344,34 @@ class AgentActivity:
         instructions: str | None,
         tool_choice: ToolChoice | None,
     ) -> None:
+        steps: list[_Step] = []
+        try:
+            await self._reply_steps(speech, instructions, tool_choice, steps)
+        except asyncio.CancelledError:
+            # Cancelled (close): every call in the history still gets its output.
+            if steps and not steps[-1].settled:
+                self._abandon_calls(steps[-1].calls, speech)
+            raise
+
+    async def _reply_steps(
+        self,
+        speech: SpeechHandle,
+        instructions: str | None,
+        tool_choice: ToolChoice | None,
+        steps: list[_Step],
+    ) -> None:
         session = self.session
         choice = tool_choice
         step_index = 0
         while not speech.interrupted:
             speech._set_phase("thinking")
-            step = await self._generate_step(speech, instructions, choice, step_index)
-            if step is None:
+            step = _Step()
+            steps.append(step)
+            if not await self._generate_step(speech, instructions, choice, step_index, step):
                 return  # the model failed; reported already
             if speech.interrupted:
                 await self._cancel_calls(step.calls, speech)
+                step.settled = True
                 return
             if not step.calls:
                 if step.over_limit:
@@ -339,7 +380,8 @@ class AgentActivity:
             speech._set_phase("thinking")
             outcomes = await self._await_calls(step.calls, speech)
             outputs = [o.output for o in outcomes]
-            self.record([o for o in outputs if o is not None], speech)
+            self._record_outputs(step.calls, outputs, speech)
+            step.settled = True
             if session._wants("function_tools_executed"):
                 session.emit(
                     FunctionToolsExecuted(calls=[st.call for st in step.calls], outputs=outputs)
@@ -372,14 +414,15 @@ class AgentActivity:
         instructions: str | None,
         choice: ToolChoice | None,
         step_index: int,
-    ) -> _Step | None:
+        step: _Step,
+    ) -> bool:
+        """One LLM request, its playout and its calls' start; False if it failed."""
         session = self.session
         tools = self.tool_map()
         ctx = self.agent.chat_ctx
         if instructions:
             ctx = ctx.copy()
             ctx.insert(ChatMessage(role="system", content=instructions))
-        step = _Step()
         tool_list = [] if choice == "none" else list(tools.values())
         consume = asyncio.get_running_loop().create_task(
             self._consume(speech, ctx, tool_list, choice, tools, step, step_index)
@@ -393,7 +436,9 @@ class AgentActivity:
             elif consume.exception() is not None:
                 error = consume.exception()
         except asyncio.CancelledError:
-            consume.cancel()
+            await cancel_and_wait([consume], owner=str(self))
+            if consume.done() and not consume.cancelled():
+                consume.exception()  # retrieved: a failed request is moot once cancelled
             raise
         if step.text:
             result = await self._playout(speech)
@@ -414,9 +459,10 @@ class AgentActivity:
             session.emit(ErrorEvent(error=error, recoverable=True, source="llm"))
             if step.calls:
                 outcomes = await self._await_calls(step.calls, speech)
-                self.record([o.output for o in outcomes if o.output is not None], speech)
-            return None
-        return step
+                self._record_outputs(step.calls, [o.output for o in outcomes], speech)
+            step.settled = True
+            return False
+        return True
 
     async def _consume(
         self,
@@ -499,11 +545,35 @@ class AgentActivity:
             to_cancel.append(task)
         return ToolOutcome(_error_output(call, CANCELLED_OUTPUT))
 
+    def _abandon_calls(self, calls: list[CallState], speech: SpeechHandle) -> None:
+        """Record an output for each call now, without waiting: the ones still
+        running are cancelled (their task's owner, the tool scope, awaits them)."""
+        to_cancel: list[asyncio.Task[Any]] = []
+        outputs = [self._outcome_of(st, to_cancel).output for st in calls]
+        for task in to_cancel:
+            task.cancel()
+        self._record_outputs(calls, outputs, speech)
+
     async def _cancel_calls(self, calls: list[CallState], speech: SpeechHandle) -> None:
         if not calls:
             return
         outcomes = await self._await_calls(calls, speech)
-        self.record([o.output for o in outcomes if o.output is not None], speech)
+        self._record_outputs(calls, [o.output for o in outcomes], speech)
+
+    def _record_outputs(
+        self,
+        calls: list[CallState],
+        outputs: list[FunctionCallOutput | None],
+        speech: SpeechHandle,
+    ) -> None:
+        """Record one step's outputs after all of its calls: a tool that finished
+        before the model streamed the step's next call must not land between them
+        (the history is ordered by time; one step is one assistant turn)."""
+        last_call = max((st.call.created_at for st in calls), default=0.0)
+        kept: list[ChatItem] = [o for o in outputs if o is not None]
+        for out in kept:
+            out.created_at = max(out.created_at, last_call)
+        self.record(kept, speech)
 
 
 def _settled(st: CallState) -> bool:

@@ -16,6 +16,24 @@ if TYPE_CHECKING:
     from ._activity import AgentActivity
 
 
+class Hold:
+    """One counted hold on the away timer, taken by running work (a tool, a
+    background turn). ``owner`` is the one record of who holds it: moving the hold
+    changes it, and ``release()`` reads it (idempotent)."""
+
+    __slots__ = ("_timer", "owner")
+
+    def __init__(self, timer: AwayTimer, owner: AgentActivity | None) -> None:
+        self._timer = timer
+        self.owner = owner
+
+    def __repr__(self) -> str:
+        return f"Hold({self.owner!r})"
+
+    def release(self) -> None:
+        self._timer._release(self)
+
+
 class AwayTimer:
     """Counted holds per owner, and the one rule that decides whether the timer runs.
 
@@ -38,7 +56,7 @@ class AwayTimer:
         self._should_arm = should_arm
         self._current_owner = current_owner
         self._fire = fire
-        self._holds: dict[AgentActivity | None, int] = {}
+        self._holds: set[Hold] = set()
         self._handle: asyncio.TimerHandle | None = None
         self._on_change: Callable[[], None] | None = None
 
@@ -46,32 +64,37 @@ class AwayTimer:
     def armed(self) -> bool:
         return self._handle is not None
 
+    @property
+    def holds(self) -> list[Hold]:
+        """Every hold taken and not yet released."""
+        return list(self._holds)
+
     def counting_holds(self) -> int:
         if not self._holds:
             return 0
         current = self._current_owner()
-        return self._holds.get(None, 0) + (
-            self._holds.get(current, 0) if current is not None else 0
-        )
+        return sum(1 for h in self._holds if h.owner is None or h.owner is current)
 
-    def take_hold(self, owner: AgentActivity | None) -> None:
-        self._holds[owner] = self._holds.get(owner, 0) + 1
+    def take_hold(self, owner: AgentActivity | None) -> Hold:
+        hold = Hold(self, owner)
+        self._holds.add(hold)
         self._changed()
+        return hold
 
-    def release_hold(self, owner: AgentActivity | None) -> None:
-        n = self._holds.get(owner, 0)
-        if n <= 1:
-            self._holds.pop(owner, None)
-        else:
-            self._holds[owner] = n - 1
-        self._changed()
+    def _release(self, hold: Hold) -> None:
+        if hold in self._holds:
+            self._holds.remove(hold)
+            self._changed()
 
-    def move_hold(self, old: AgentActivity | None, new: AgentActivity | None) -> None:
-        """Move one hold from ``old`` to ``new`` (ownership changed)."""
-        if self._holds.get(old, 0) == 0:
-            return
-        self.release_hold(old)
-        self.take_hold(new)
+    def move_holds(self, old: AgentActivity, new: AgentActivity | None) -> None:
+        """Every hold ``old`` owns now belongs to ``new`` (``old`` closed for good)."""
+        moved = False
+        for hold in self._holds:
+            if hold.owner is old:
+                hold.owner = new
+                moved = True
+        if moved:
+            self._changed()
 
     def _changed(self) -> None:
         if self._on_change is not None:

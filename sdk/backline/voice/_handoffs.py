@@ -51,12 +51,14 @@ async def handoff(session: Session[Any], old: AgentActivity, agent: Agent) -> No
             try:
                 await old.agent.on_exit()
                 await old.drain()
-                await old.aclose()
-                forget(session, old)
                 if session._closing:
                     return  # close owns what is left; never start an agent now
-                await new.start()
+                await new.start(replacing=old)
+                # The new agent is current before the old one is torn down: there is
+                # never a closed current agent (a say() meanwhile goes to the new one).
                 set_current(session, new, old)
+                await retire(session, old)
+                await follow_switch(session)
             finally:
                 session._switching -= 1
             new.start_on_enter()
@@ -71,10 +73,12 @@ async def handoff(session: Session[Any], old: AgentActivity, agent: Agent) -> No
         session._refresh()
 
 
-def forget(session: Session[Any], activity: AgentActivity) -> None:
+async def retire(session: Session[Any], activity: AgentActivity) -> None:
+    """Close an agent that is no longer current, for good."""
+    await activity.aclose()
     if activity in session._activities:
         session._activities.remove(activity)
-    session._tool_runner.move_holds(activity, None)
+    session._away.move_holds(activity, None)  # its running tools now belong to the session
 
 
 def set_current(session: Session[Any], new: AgentActivity, old: AgentActivity | None) -> None:
@@ -86,6 +90,14 @@ def set_current(session: Session[Any], new: AgentActivity, old: AgentActivity | 
     )
     session.emit(AgentHandoffEvent(old_agent=old.agent if old else None, new_agent=new.agent))
     session._refresh()
+
+
+async def follow_switch(session: Session[Any]) -> None:
+    """Silent inserts made during the switch reach the agent it made current."""
+    await session._tool_scheduler.follow_switch()
+    if session._background is not None:
+        for scheduler in session._background.schedulers():
+            await scheduler.follow_switch()
 
 
 def flush_pending_turns(session: Session[Any]) -> None:
@@ -113,6 +125,8 @@ async def run_task(session: Session[Any], parent: AgentActivity, task: AgentTask
                 parent.resume()
                 raise ToolError(f"cannot start {task.label}: {e}") from e
             set_current(session, child, parent)
+            parent.hand_over_user_turns(child)
+            await follow_switch(session)
         finally:
             session._switching -= 1
         child.start_on_enter()
@@ -135,8 +149,15 @@ async def run_task(session: Session[Any], parent: AgentActivity, task: AgentTask
         task._completion_hook = None
         try:
             if not session._closing:
-                await asyncio.shield(hand_back(session, parent, child))
+                # The session owns the hand-back (close cancels it within its bound);
+                # a cancelled tool does not stop it halfway.
+                back = session._scope.create_task(
+                    hand_back(session, parent, child), name=f"hand back from {task.label}"
+                )
+                await asyncio.shield(back)
         finally:
+            # Released here, in the awaiting tool, with no suspension before its
+            # speech is watched again: a run never sees the gap as settled.
             if completing:
                 session._handoffs_pending -= 1
             flush_pending_turns(session)
@@ -151,8 +172,6 @@ async def hand_back(session: Session[Any], parent: AgentActivity, child: AgentAc
         try:
             await child.agent.on_exit()
             await child.drain()
-            await child.aclose()
-            forget(session, child)
             if session._activity is child and not parent.closed:
                 merged = child.agent.chat_ctx.copy(
                     exclude_instructions=True,
@@ -160,9 +179,13 @@ async def hand_back(session: Session[Any], parent: AgentActivity, child: AgentAc
                     exclude_handoffs=True,
                 )
                 parent.agent._chat_ctx.insert(merged.items)
-                set_current(session, parent, child)
+                set_current(session, parent, child)  # before the task is torn down
                 parent.resume()
             elif session._activity is child:  # pragma: no cover - parent closed under us
                 logger.warning("%s finished but its caller is gone", child.agent.label)
+            await retire(session, child)
+            await follow_switch(session)
         finally:
             session._switching -= 1
+    flush_pending_turns(session)  # also when the awaiting tool was cancelled meanwhile
+    session._refresh()

@@ -57,16 +57,12 @@ async def run_inline(task: AgentTask[T]) -> T:
                 )
             if speech is not None:
                 speech._block()
-            else:
-                activity.entering_blocked = True
             try:
                 result: Any = await session._run_task(activity, task)
             finally:
                 if speech is not None:
                     speech._unblock()
                     session._watch_in_active_run(speech)
-                else:
-                    activity.entering_blocked = False
             return result  # type: ignore[no-any-return]
     finally:
         activity.drain_exempt.pop(me, None)

@@ -6,7 +6,9 @@ neither, even if close lands mid-insert), then buffers them; a delivery task
 waits for the session to be idle, takes everything buffered, copies it onto the
 agent that is current by then (following handoffs until stable), and asks for
 one reply with tools disabled. ``insert_silent`` shares the lock, the insert and
-the retargeting, but never buffers a reply.
+the retargeting, but never buffers a reply; a silent insert made while agents
+are switching is kept until the switch has set the new agent
+(``follow_switch``), so it reaches that agent too.
 """
 
 from __future__ import annotations
@@ -63,6 +65,7 @@ class ReplyScheduler:
         self._source = source
         self._lock = asyncio.Lock()
         self._pending: list[Pending] = []
+        self._following: list[Pending] = []  # silent inserts made during a switch
         self._taking = 0  # a batch is between "taken" and "reply requested"
         self._task: asyncio.Task[None] | None = None
         self._closed = False
@@ -140,6 +143,8 @@ class ReplyScheduler:
                 await self._retarget([entry])
                 if self._closed:
                     raise SchedulerClosed(f"{self._name} closed during the insert")
+                if session._switching or session._handoffs_pending:
+                    self._following.append(entry)  # the agent is about to change
                 return
             self._pending.append(entry)
             if self._task is None or self._task.done():
@@ -164,6 +169,16 @@ class ReplyScheduler:
                 entry.reached.append(target)
             if self._closed or self._session._target_agent() is target:
                 return target
+
+    async def follow_switch(self) -> None:
+        """A switch set a new current agent: copy the silent inserts made during it
+        onto that agent (the history is not written again)."""
+        if not self._following or self._closed:
+            return
+        async with self._lock:
+            following, self._following = self._following, []
+            if not self._closed:
+                await self._retarget(following)
 
     # -- delivering --------------------------------------------------------------
     async def _deliver(self) -> None:
@@ -225,6 +240,7 @@ class ReplyScheduler:
         else:
             self._lock.release()
         self._pending.clear()
+        self._following.clear()
         self._task = None
 
 

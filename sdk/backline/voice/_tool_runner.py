@@ -29,6 +29,8 @@ DEFAULT_UPDATE_TEMPLATE = (
     "Do not invent its results: they will arrive later, and you will be told."
 )
 
+STOPPED_OUTPUT = "Done; the tool asked for no reply."
+
 CANCELLED_OUTPUT = "The call was cancelled: the user interrupted before it finished."
 
 TOOL_REPLY_AT_TAIL = (
@@ -156,24 +158,17 @@ class ToolRunner:
     ) -> CallState:
         state = CallState(self, activity, speech, call, tools.get(call.name))
         state.run = self.session._active_run
-        away = self.session._away
-        away.take_hold(activity)
+        hold = self.session._away.take_hold(activity)
         self.running.add(state)
         task = self.session._tool_scope.create_task(self._run(state), name=f"tool {call.name}")
         state.task = task
 
         def finished(_: asyncio.Task[ToolOutcome]) -> None:
             self.running.discard(state)
-            away.release_hold(state.activity)  # refreshes the session (AwayTimer._on_change)
+            hold.release()  # whoever owns it now; refreshes the session
 
         task.add_done_callback(finished)
         return state
-
-    def move_holds(self, old: AgentActivity, new_owner: AgentActivity | None) -> None:
-        """The activity closed for good: its running tools now belong to the session."""
-        for st in self.running:
-            if st.activity is old:
-                self.session._away.move_hold(old, new_owner)
 
     async def _run(self, state: CallState) -> ToolOutcome:
         token = current_call.set(state)
@@ -214,7 +209,11 @@ class ToolRunner:
         except ToolError as e:
             return error(self.capped(e.message, call.name, f"the error of tool '{call.name}'"))
         except StopResponse:
-            return ToolOutcome(None, stop_response=True)
+            # The call is in the history already: it gets an output like any other.
+            return ToolOutcome(
+                FunctionCallOutput(call_id=call.call_id, name=call.name, output=STOPPED_OUTPUT),
+                stop_response=True,
+            )
         except asyncio.CancelledError:
             raise
         except Exception as e:

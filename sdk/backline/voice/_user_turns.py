@@ -61,6 +61,7 @@ async def handle_user_turn(session: Session[Any], text: str, run: RunResult | No
                 tool_choice=None,
                 allow_interruptions=None,
                 source="user_turn",
+                user_turn=msg,
             )
     except Exception as e:
         logger.exception("handling a user turn failed")

@@ -115,9 +115,7 @@ class RunResult:
 
     def _settled(self) -> bool:
         s = self._session
-        if s._user_turns or s._switching or s._handoffs_pending or s._pending_turns:
-            return False
-        if any(a.entering_unblocked for a in s._activities):
+        if s._work_in_progress():
             return False
         if any(not (sp.done() or sp._is_blocked) for sp in self._watched):
             return False

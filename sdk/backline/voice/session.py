@@ -273,8 +273,9 @@ class Session(Generic[UserdataT]):
             logger.exception("error while closing the session")
         finally:
             self._closed = True
+            self._pending_turns.clear()  # turns held for a handoff that never comes
             self._away.cancel()
-            self._changed.notify()
+            self._refresh()  # the state a closed session reports, and wakes waiters
             if self._started:
                 from ..plugins import _session_hooks
 
@@ -318,12 +319,14 @@ class Session(Generic[UserdataT]):
         allow_interruptions: bool | None,
         source: str,
         priority: int = PRIORITY_NORMAL,
+        user_turn: ChatMessage | None = None,
     ) -> SpeechHandle:
         speech = SpeechHandle(
             allow_interruptions=self._allow(activity, allow_interruptions),
             source=source,
             priority=priority,
         )
+        speech._user_turn = user_turn
         if user_input is not None:
             activity.record([ChatMessage(role="user", content=user_input)], None)
 
@@ -457,37 +460,51 @@ class Session(Generic[UserdataT]):
         activity = self._activity
         if not self._started or activity is None:
             return "initializing"
+        if self._closed:
+            return "listening"  # nothing speaks or thinks any more
         cur = activity.current_speech
         if cur is not None:
             return "speaking" if cur.phase == "speaking" else "thinking"
         return "thinking" if self._has_followup_work() else "listening"
 
+    def _work_in_progress(self) -> bool:
+        """Unfinished work the session owes before it waits on the user: a user turn
+        being processed (or held for a handoff), a handoff or hand-back owed or
+        running, or the current agent's ``on_enter`` running.
+
+        The one rule of unfinished work: the agent state, the away timer (through the
+        state), ``wait_for_idle()``, ``run()`` and the reply schedulers all read it.
+        A paused agent's work does not count: it cannot go on until that agent
+        resumes (an ``on_enter`` that waits on an inline task, directly or through a
+        speech whose tool awaits it, waits for the user).
+        """
+        if self._user_turns or self._handoffs_pending or self._switching or self._pending_turns:
+            return True
+        activity = self._activity
+        return activity is not None and activity.entering and not activity.paused
+
     def _has_followup_work(self) -> bool:
         """Another speech is committed to follow: one rule, used at every speech end."""
+        if self._work_in_progress():
+            return True
         activity = self._activity
         if activity is not None and activity.queued and not activity.paused:
-            return True
-        if self._user_turns or self._handoffs_pending or self._switching:
-            return True
-        if self._pending_turns:
             return True
         if self._tool_scheduler.owes_reply():
             return True
         return self._background is not None and self._background.owes_reply()
 
     def _is_idle(self) -> bool:
+        """Nothing is speaking, queued or in progress, and the user is not speaking
+        (replies the schedulers buffer are not counted: they wait for this)."""
         activity = self._activity
         return (
             self._started
             and not self._closing
             and activity is not None
-            and not self._switching
-            and not self._handoffs_pending
-            and not self._user_turns
-            and not self._pending_turns
+            and not self._work_in_progress()
             and activity.current_speech is None
             and not activity.queued
-            and not activity.entering_unblocked
             and self._user_state != "speaking"
         )
 
@@ -496,7 +513,6 @@ class Session(Generic[UserdataT]):
         return (
             self._started
             and not self._closing
-            and not self._switching
             and activity is not None
             and self._user_state == "listening"
             and self._agent_state == "listening"
@@ -513,8 +529,8 @@ class Session(Generic[UserdataT]):
             while True:
                 self._refresh_again = False
                 new = self._derive_agent_state()
-                if self._closing and self._started:
-                    new = self._agent_state
+                if self._closing and self._started and not self._closed:
+                    new = self._agent_state  # no churn while closing; the end is true
                 old = self._agent_state
                 if new != old:
                     self._agent_state = new

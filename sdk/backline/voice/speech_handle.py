@@ -6,7 +6,7 @@ import asyncio
 from collections.abc import Callable, Generator
 from typing import TYPE_CHECKING, Any, Literal, TypeAlias
 
-from ..llm.chat_context import ChatItem, new_id
+from ..llm.chat_context import ChatItem, ChatMessage, new_id
 
 if TYPE_CHECKING:
     from .agent import Agent
@@ -38,6 +38,7 @@ class SpeechHandle:
         "_interrupt_fut",
         "_on_change",
         "_phase",
+        "_user_turn",
         "chat_items",
         "id",
         "priority",
@@ -68,6 +69,7 @@ class SpeechHandle:
         # reference cycle and the handle is freed as soon as nobody holds it).
         self._on_change: Callable[[SpeechHandle], None] | None = None
         self._handoff: Agent | None = None
+        self._user_turn: ChatMessage | None = None  # the user message this reply answers
 
     def __repr__(self) -> str:
         return (

@@ -181,4 +181,7 @@ async def harness_factory(tmp_path: Path) -> AsyncIterator[Callable[..., Any]]:
         finally:
             for h in made:
                 await h.session.aclose()
+                llm = h.session.llm  # the session does not own its LLM: close it here
+                assert isinstance(llm, AnthropicLLM)
+                await llm.aclose()
                 h.world.__exit__()
