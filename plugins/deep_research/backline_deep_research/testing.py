@@ -373,8 +373,9 @@ def anthropic_voice_agent(request: Any) -> Any:
         state = json.loads(text) if text.startswith("{") else {}
         return fa.text(f"The research is {state.get('phase', text)}.")
     last = request.last_user_text
-    if not request.tools:  # a background update to relay (tools are off then)
-        return fa.text("Research says: " + last.rsplit("sent an update:\n", 1)[-1])
+    if not request.tools:  # background updates to relay (tools are off then)
+        updates = re.findall(r"sent an update:\n(.*?)(?=\nBackground session `|\Z)", last, re.S)
+        return fa.text("Research says: " + " ".join(u.strip() for u in updates))  # all of them
     line = last.rsplit("\n", 1)[-1]
     if line == "status?":
         return fa.tool_calls(("backline_state", {"background_session_id": "deep_research"}))
