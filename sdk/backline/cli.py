@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import click
 
 from . import __version__
+from .llm.llm import LLMError
 from .plugins import PluginError, PluginManager, UnknownNameError
 
 if TYPE_CHECKING:
@@ -207,6 +208,8 @@ def build_session(
         llm = manager.llm(options.llm, **llm_options)
     except UnknownNameError as e:
         raise click.BadParameter(str(e), param_hint="'--llm'") from None
+    except LLMError as e:  # the factory says what is missing (a key, a model)
+        raise click.ClickException(str(e)) from None
     agent = _make_agent(options, backgrounds)
     manager.activate()
     session: Session[Any] = Session(
