@@ -2,6 +2,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -28,6 +29,16 @@ class Recorder:
     @property
     def user_states(self) -> list[str]:
         return [e.new for e in self.of("user_state_changed")]
+
+
+@pytest.fixture(autouse=True)
+def user_dirs(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """Every test gets its own config and data directories (stored keys, the conversation
+    log): no test reads or writes the real home's. Subprocesses inherit them."""
+    root = tmp_path_factory.mktemp("home")
+    for name in ("XDG_CONFIG_HOME", "XDG_DATA_HOME", "XDG_STATE_HOME", "XDG_CACHE_HOME"):
+        monkeypatch.setenv(name, str(root / name.split("_")[1].lower()))
+    return root
 
 
 @pytest.fixture

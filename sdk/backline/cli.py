@@ -1,6 +1,6 @@
 """The ``backline`` command (click).
 
-Built-in commands: ``plugins``, ``install``, ``uninstall``, ``new-plugin``.
+Built-in commands: ``plugins``, ``install``, ``uninstall``, ``new-plugin``, ``keys``.
 Plugins add more through the ``register_commands(cli)`` hook; they are loaded
 only when a command is not a built-in one, or for ``--help``, and a plugin that
 fails is reported, never fatal (unless ``BACKLINE_STRICT_PLUGINS=1``).
@@ -26,6 +26,8 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import click
 
 from . import __version__
+from ._keys_command import keys_group
+from .keys import KeyStoreError, get_key
 from .llm.llm import LLMError
 from .plugins import PluginError, PluginManager, UnknownNameError
 
@@ -208,7 +210,7 @@ def build_session(
         llm = manager.llm(options.llm, **llm_options)
     except UnknownNameError as e:
         raise click.BadParameter(str(e), param_hint="'--llm'") from None
-    except LLMError as e:  # the factory says what is missing (a key, a model)
+    except (LLMError, KeyStoreError) as e:  # the factory says what is missing (a key, a model)
         raise click.ClickException(str(e)) from None
     agent = _make_agent(options, backgrounds)
     manager.activate()
@@ -345,13 +347,18 @@ def new_plugin(name: str, directory: str) -> None:
 def preflight(options: SessionOptions, environ: Any = None) -> None:
     """Fail early, with what to do, when the chosen LLM cannot work."""
     env = os.environ if environ is None else environ
-    if options.llm == "anthropic" and not (
-        env.get("ANTHROPIC_API_KEY") or env.get("ANTHROPIC_AUTH_TOKEN")
-    ):
+    if options.llm != "anthropic" or env.get("ANTHROPIC_AUTH_TOKEN"):
+        return
+    try:
+        key = get_key("ANTHROPIC_API_KEY", env)
+    except KeyStoreError as e:
+        raise click.ClickException(str(e)) from None
+    if not key:
         raise click.ClickException(
             "ANTHROPIC_API_KEY is not set, so the voice agent cannot reach Claude. "
-            "Set it (export ANTHROPIC_API_KEY=sk-ant-...), or choose another LLM with "
-            "--llm (see `backline plugins --all`)."
+            "Set it (export ANTHROPIC_API_KEY=sk-ant-...) or store it with `backline keys "
+            "set ANTHROPIC_API_KEY`, or choose another LLM with --llm (see `backline "
+            "plugins --all`)."
         )
 
 
@@ -404,6 +411,7 @@ BUILTIN_COMMANDS: list[click.Command] = [
     new_plugin,
     console,
     web,
+    keys_group,
 ]
 """The built-in commands (``console`` and ``web`` join them here)."""
 

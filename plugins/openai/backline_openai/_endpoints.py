@@ -10,6 +10,8 @@ import os
 from dataclasses import dataclass
 from urllib.parse import urlsplit
 
+from backline.keys import get_key
+
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
 """OpenAI's own API: the endpoint when neither ``base_url=`` nor ``OPENAI_BASE_URL`` is set."""
 
@@ -110,12 +112,15 @@ class Endpoint:
         )
 
     def find_key(self) -> str | None:
-        """This endpoint's API key (from the environment), or ``None``."""
-        return os.environ.get(self.key_env) or None
+        """This endpoint's API key: the variable, else the stored key, else ``None``."""
+        return get_key(self.key_env)
 
     def key_hint(self) -> str:
         """What to do about the key, for error messages (never the key itself)."""
-        return f"{self.key_env} is missing or wrong: set it (export {self.key_env}=...)"
+        return (
+            f"{self.key_env} is missing or wrong: set it (export {self.key_env}=...) or "
+            f"store it with `backline keys set {self.key_env}`"
+        )
 
     def missing_key_message(self) -> str | None:
         """A clear message when the endpoint needs a key and there is none, else ``None``."""
@@ -123,6 +128,7 @@ class Endpoint:
             return None
         return (
             f"{self.key_env} is not set, so the voice agent cannot reach {self.name} at "
-            f"{self.url}. Set it (export {self.key_env}=...), or use another endpoint "
-            f"with --base-url (see docs/providers.md)."
+            f"{self.url}. Set it (export {self.key_env}=...) or store it with `backline keys "
+            f"set {self.key_env}`, or use another endpoint with --base-url (see "
+            "docs/providers.md)."
         )

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any, cast
 import anthropic
 import httpx2
 
+from ..keys import get_key
 from ._anthropic_convert import convert_context, convert_tool_choice, convert_tools
 from .chat_context import ChatContext
 from .llm import ChatChunk, LLMError, LLMStream, TextDelta, ToolCallChunk, Usage
@@ -34,6 +35,8 @@ log = logging.getLogger(__name__)
 DEFAULT_MODEL = "claude-haiku-5-5"
 #: The environment variable that chooses the model.
 MODEL_ENV = "BACKLINE_MODEL"
+#: The key's name: the environment variable, or the stored key (``backline keys``).
+KEY_ENV = "ANTHROPIC_API_KEY"
 
 _STATUS_OF_ERROR_TYPE = {
     "invalid_request_error": 400,
@@ -65,7 +68,8 @@ class AnthropicLLM:
 
     ``model`` defaults to ``$BACKLINE_MODEL``, else ``DEFAULT_MODEL``. The client
     is ``anthropic.AsyncAnthropic(api_key=..., base_url=...)`` (``None`` reads
-    ``ANTHROPIC_API_KEY`` / ``ANTHROPIC_BASE_URL``), or ``client`` if given (used
+    ``ANTHROPIC_API_KEY`` — the variable, else the stored key, see ``backline.keys`` —
+    and ``ANTHROPIC_BASE_URL``), or ``client`` if given (used
     with its own retries turned off). Failures with 429, 5xx and 529 are retried
     up to ``max_retries`` times with exponential backoff (``retry_base_delay``
     doubling, capped at ``retry_max_delay``; a longer ``retry-after`` is honoured
@@ -96,7 +100,7 @@ class AnthropicLLM:
         self._retry_max_delay = retry_max_delay
         if client is None:
             self._client = anthropic.AsyncAnthropic(
-                api_key=api_key,
+                api_key=api_key if api_key is not None else get_key(KEY_ENV),
                 base_url=base_url,
                 max_retries=0,
                 timeout=timeout if timeout is not None else anthropic.NOT_GIVEN,
@@ -177,7 +181,8 @@ class AnthropicLLM:
                 raise
             raise LLMError(
                 "No Anthropic API key: ANTHROPIC_API_KEY is missing. Set it in the "
-                "environment or pass AnthropicLLM(api_key=...).",
+                "environment, store it with `backline keys set ANTHROPIC_API_KEY`, or pass "
+                "AnthropicLLM(api_key=...).",
                 status=401,
             ) from None
         except anthropic.CredentialsError as e:
@@ -262,7 +267,8 @@ class AnthropicLLM:
         if status == 401:
             message = (
                 f"{label}: the API key was rejected — ANTHROPIC_API_KEY is missing or wrong "
-                f"(set it, or pass AnthropicLLM(api_key=...)). The API said: {api_message}"
+                "(set it, store it with `backline keys set ANTHROPIC_API_KEY`, or pass "
+                f"AnthropicLLM(api_key=...)). The API said: {api_message}"
             )
         elif status == 403:
             message += " (the API key may not have access to this model or feature)"

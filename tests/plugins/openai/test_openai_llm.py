@@ -16,6 +16,7 @@ from backline_openai._endpoints import DEFAULT_MODEL, Endpoint
 from backline_openai.llm import OpenAILLM
 from backline_openai.plugin import openai_llm
 
+from backline.keys import set_key
 from backline.llm import (
     AgentHandoff,
     ChatChunk,
@@ -531,3 +532,20 @@ def test_loading_the_plugin_does_not_import_openai() -> None:
         "assert 'openai' in sys.modules\n"
     )
     subprocess.run([sys.executable, "-c", code], check=True, timeout=60)
+
+
+async def test_stored_keys_are_used_and_the_environment_wins(
+    openai_server: FakeOpenAIServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    set_key("OPENAI_API_KEY", "sk-stored")
+    set_key("GROQ_API_KEY", "gsk-stored")
+    assert OpenAILLM("m", base_url="https://api.groq.com/openai/v1").missing_key is None
+    llm = OpenAILLM("gpt-test", base_url=openai_server.url)
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-env")
+    env_llm = OpenAILLM("gpt-test", base_url=openai_server.url)
+    openai_server.push("ok", "ok")
+    await collect(llm, ctx(user("hi")))
+    await collect(env_llm, ctx(user("hi")))
+    assert [r.api_key for r in openai_server.requests] == ["sk-stored", "sk-env"]
+    await llm.aclose()
+    await env_llm.aclose()
