@@ -1,6 +1,6 @@
 """The ``backline`` command (click).
 
-Built-in commands: ``plugins``, ``install``, ``uninstall``, ``new-plugin``, ``keys``.
+Built-in commands: ``plugins``, ``install``, ``uninstall``, ``new-plugin``, ``keys``, ``logs``.
 Plugins add more through the ``register_commands(cli)`` hook; they are loaded
 only when a command is not a built-in one, or for ``--help``, and a plugin that
 fails is reported, never fatal (unless ``BACKLINE_STRICT_PLUGINS=1``).
@@ -27,6 +27,7 @@ import click
 
 from . import __version__
 from ._keys_command import keys_group
+from ._logs_command import logs_group
 from .keys import KeyStoreError, get_key
 from .llm.llm import LLMError
 from .plugins import PluginError, PluginManager, UnknownNameError
@@ -122,6 +123,8 @@ class SessionOptions:
     ``backgrounds``: background ids (``None``: every registered one); ``llm``:
     an LLM name from ``register_llms`` and ``model`` its model; the agent is
     ``Agent(instructions)`` or, with ``agent`` (``module:Class``), that class.
+    ``log``: write the conversation to the conversation log (``--no-log`` turns it
+    off; so does ``BACKLINE_LOG=0``).
     """
 
     backgrounds: tuple[str, ...] | None = None
@@ -129,6 +132,7 @@ class SessionOptions:
     model: str | None = None
     instructions: str | None = None
     agent: str | None = None
+    log: bool = True
 
 
 def session_options(command: F) -> F:
@@ -146,6 +150,7 @@ def session_options(command: F) -> F:
         model: str | None,
         instructions: str | None,
         agent: str | None,
+        no_log: bool,
         **kwargs: Any,
     ) -> Any:
         options = SessionOptions(
@@ -154,6 +159,7 @@ def session_options(command: F) -> F:
             model=model,
             instructions=instructions,
             agent=agent,
+            log=not no_log,
         )
         return command(*args, session_options=options, **kwargs)
 
@@ -179,6 +185,11 @@ def session_options(command: F) -> F:
             "--agent",
             metavar="MODULE:CLASS",
             help="Use this Agent class (built with no arguments) instead of --instructions.",
+        ),
+        click.option(
+            "--no-log",
+            is_flag=True,
+            help="Do not write this conversation to the conversation log (`backline logs`).",
         ),
     ]
     result: Callable[..., Any] = wrapper
@@ -217,7 +228,26 @@ def build_session(
     session: Session[Any] = Session(
         llm, tools=manager.tools(), background=backgrounds, **session_kwargs
     )
+    if options.log:
+        _attach_log(session, options, agent)
     return session, agent
+
+
+def _attach_log(session: Session[Any], options: SessionOptions, agent: Agent) -> None:
+    """Record the session in the conversation log, unless ``BACKLINE_LOG=0``."""
+    from .logs import attach_log, logging_enabled
+
+    if not logging_enabled():
+        return
+    ctx = click.get_current_context(silent=True)
+    front_end = ctx.command_path.partition(" ")[2] or ctx.command_path if ctx else None
+    attach_log(
+        session,
+        front_end=front_end,
+        llm=options.llm,
+        agent=agent.label,
+        backgrounds=session.background.sorted_ids() if session.background else (),
+    )
 
 
 def default_instructions(backgrounds: Sequence[BackgroundDefinition]) -> str:
@@ -412,6 +442,7 @@ BUILTIN_COMMANDS: list[click.Command] = [
     console,
     web,
     keys_group,
+    logs_group,
 ]
 """The built-in commands (``console`` and ``web`` join them here)."""
 

@@ -33,7 +33,17 @@ KIND_LABELS: dict[str, str] = {
 }
 
 RESERVED_OPTIONS = frozenset(
-    {"--background", "-b", "--llm", "--model", "-m", "--instructions", "--agent", "--help"}
+    {
+        "--background",
+        "-b",
+        "--llm",
+        "--model",
+        "-m",
+        "--instructions",
+        "--agent",
+        "--no-log",
+        "--help",
+    }
 )
 """Flags the front ends own (``session_options``): a plugin cannot register them."""
 
