@@ -46,12 +46,12 @@ def logs_group(
     from .logs._query import LogError, list_sessions, open_log
     from .logs._query import search as search_log
 
+    if not _path().exists():
+        click.echo("[]" if as_json else f"No conversations logged yet ({_path()} does not exist).")
+        return
     try:
         conn = open_log(_path())
     except LogError as e:
-        if as_json and not _path().exists():
-            click.echo("[]")
-            return
         raise _fail(e) from None
     try:
         if search is not None:

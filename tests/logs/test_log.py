@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from backline import Agent, BackgroundContext, InMemoryTextOutput, Session, background
+from backline import Agent, BackgroundContext, ChatMessage, InMemoryTextOutput, Session, background
 from backline import function_tool as tool
 from backline.limits import DEFAULT_LIMITS
 from backline.logs import SCHEMA_VERSION, ConversationLog, _store, attach_log, retention_days
@@ -400,3 +400,26 @@ def test_a_closed_or_unused_log_creates_nothing(db: Path) -> None:
     assert log.flush(1) and log.close(1)
     assert not log.submit(("SELECT 1", ()))
     assert not db.exists()
+
+
+@background("oneshot", description="Ends at once.")
+async def oneshot(ctx: BackgroundContext) -> None:
+    return
+
+
+async def test_a_background_note_is_not_a_user_turn(conv_log: ConversationLog, db: Path) -> None:
+    async with Session(ScriptedLLM(["ok"]), background=[oneshot]) as session:
+        attach_log(session, conv_log)
+        ended = asyncio.Event()
+        session.on("background_status", lambda e: ended.set() if e.status == "ended" else None)
+        await session.start(Front())
+        await asyncio.wait_for(ended.wait(), WAIT)
+        await session.run(user_input="hello")
+        notes = [
+            m.content
+            for m in session.history.items
+            if isinstance(m, ChatMessage) and "no longer running" in m.content
+        ]
+    assert notes  # the voice agent was told
+    assert conv_log.flush(WAIT)
+    assert rows(db, "SELECT speaker, text FROM turns") == [("user", "hello"), ("agent", "ok")]
