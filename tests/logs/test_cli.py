@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import io
 import json
 import os
 import shutil
@@ -182,3 +183,32 @@ def test_importing_backline_loads_neither_sqlite_nor_openai() -> None:
         "assert not heavy, heavy\n"
     )
     subprocess.run([sys.executable, "-c", code], check=True, timeout=60)
+
+
+@pytest.mark.timeout(90)
+def test_the_console_says_once_that_a_damaged_log_is_not_written() -> None:
+    default_path().parent.mkdir(parents=True)
+    default_path().write_bytes(b"garbage" * 200)
+    out = io.StringIO()
+    with fa.FakeAnthropicServer(["Hi! How can I help?", "Still here."]) as server:
+        child = pexpect.spawn(
+            BACKLINE,
+            ["console", "--plain"],
+            env=console_env(server, BACKLINE_LOG="1"),
+            encoding="utf-8",
+            timeout=30,
+        )
+        child.logfile_read = out
+        try:
+            child.expect("backline console")
+            child.sendline("hello there")
+            child.expect("agent: Hi! How can I help?")
+            child.sendline("and again")
+            child.expect("agent: Still here.")
+            child.sendline("/quit")
+            child.expect(pexpect.EOF)
+        finally:
+            child.close(force=True)
+    assert child.exitstatus == 0  # the conversation went on
+    said = out.getvalue()
+    assert said.count("This conversation is not being logged: the conversation log") == 1, said

@@ -16,7 +16,14 @@ import pytest
 from backline import Agent, BackgroundContext, ChatMessage, InMemoryTextOutput, Session, background
 from backline import function_tool as tool
 from backline.limits import DEFAULT_LIMITS
-from backline.logs import SCHEMA_VERSION, ConversationLog, _store, attach_log, retention_days
+from backline.logs import (
+    SCHEMA_VERSION,
+    ConversationLog,
+    ConversationLogError,
+    _store,
+    attach_log,
+    retention_days,
+)
 from backline.testing import ScriptedLLM, text, tool_calls
 
 WAIT = 10.0  # bounds a hang only
@@ -241,7 +248,10 @@ async def test_a_log_from_a_newer_backline_is_left_alone(
             result = await session.run(user_input="hi")
         log.flush(WAIT)
     result.expect.next_event().is_message(content="fine")  # the conversation went on
-    assert log.error is not None and "written by a newer backline" in log.error
+    assert log.error == (
+        f"This conversation is not being logged: the conversation log {db} was written by a "
+        "newer backline (schema version 99, this one writes 1): upgrade backline, or use --no-log"
+    )
     assert "newer backline" in caplog.text
     with sqlite3.connect(db) as conn:
         assert conn.execute("PRAGMA user_version").fetchone()[0] == 99
@@ -255,8 +265,10 @@ async def test_a_damaged_log_is_reported_and_the_conversation_goes_on(
     garbage = b"this is not a database" * 100
     write_file(db, garbage)
     log = ConversationLog(db)
+    errors: list[Any] = []
     with caplog.at_level(logging.WARNING, logger="backline.logs"):
         async with Session(ScriptedLLM(["still here", "and here"])) as session:
+            session.on("error", errors.append)
             attach_log(session, log)
             await session.start(Front())
             first = await session.run(user_input="hi")
@@ -267,9 +279,13 @@ async def test_a_damaged_log_is_reported_and_the_conversation_goes_on(
     assert not log.available
     assert log.error == (
         f"This conversation is not being logged: the conversation log {db} is damaged (file is "
-        "not a database): move it away (a new one is started next time), or run with --no-log"
+        "not a database): move it away, or use --no-log"
     )
-    assert caplog.text.count("is damaged") == 1  # said once
+    assert caplog.text.count("is damaged") == 1  # logged once
+    # ... and said once where the front end shows errors (a line in the console).
+    ((source, recoverable, error),) = [(e.source, e.recoverable, e.error) for e in errors]
+    assert (source, recoverable) == ("log", True)
+    assert isinstance(error, ConversationLogError) and str(error) == log.error
     assert read_file(db) == garbage  # never overwritten
     assert log.close(WAIT)
 

@@ -240,6 +240,33 @@ async def test_without_browser_speech_the_page_says_so_and_typing_works(
     assert page.errors == []
 
 
+@pytest.mark.parametrize(
+    ("code", "says"),
+    [
+        ("network", "Speech recognition needs the network"),
+        ("audio-capture", "No microphone was found"),
+        ("not-allowed", "The microphone is blocked for this page"),
+        ("service-not-allowed", "use Google Chrome or Edge"),
+    ],
+)
+async def test_a_recognition_failure_says_what_it_means_and_typing_works(
+    server: WebServer, controls: Controls, browser: Any, expect: Any, code: str, says: str
+) -> None:
+    page = await open_page(browser, server.url)
+    await ready(page, expect)
+    await page.click("#mic")
+    await page.wait_for_function("() => window.__fake.active !== null", timeout=WAIT)
+    await page.evaluate(f"window.__fake.recognitionFails({code!r})")
+    await expect(page.locator("#notice")).to_contain_text(says)
+    await expect(page.locator("#notice")).to_contain_text("type your messages below")
+    await page.fill("#text", "typed instead")
+    await page.press("#text", "Enter")
+    await expect(page.locator(".entry.agent.final .text")).to_have_text(
+        "You said: typed instead. What next?", timeout=WAIT
+    )
+    assert page.errors == []
+
+
 async def test_a_wrong_token_gets_403(server: WebServer, browser: Any) -> None:
     page = await open_page(browser, None)
     response = await page.goto(server.url.replace(server.token, "not-the-token"))

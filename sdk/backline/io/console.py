@@ -18,6 +18,7 @@ from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any, TextIO
 
 from ..voice.io import TextOutput
+from ._diagnostics import describe_error
 from ._view import NOTE_WIDTH, shorten, speaker_label, summarize_state
 
 if TYPE_CHECKING:
@@ -139,16 +140,37 @@ async def run_console(
     stdin: TextIO | None = None,
     stdout: TextIO | None = None,
     banner: str | None = None,
+    log_path: os.PathLike[str] | str | None = None,
+    llm: str | None = None,
 ) -> None:
-    """Run a conversation in the terminal until the user quits; closes the session."""
+    """Run a conversation in the terminal until the user quits; closes the session.
+
+    An error is shown as one line worded for the user (``llm`` names the provider
+    for the advice), pointing at ``log_path`` for the details when given.
+    """
     stdin = stdin or sys.stdin
     stdout = stdout or sys.stdout
     use_rich = _use_rich(stdin, stdout) if rich is None else rich
     view = ConsoleView(session)
+    errors = _ErrorPrinter(log_path, llm)
     if use_rich:
-        await _run_rich(session, agent, view, banner)
+        await _run_rich(session, agent, view, banner, errors)
     else:
-        await _run_plain(session, agent, view, stdin, stdout, banner)
+        await _run_plain(session, agent, view, stdin, stdout, banner, errors)
+
+
+class _ErrorPrinter:
+    """Prints each session error as one line, the details being in the log file."""
+
+    def __init__(self, log_path: os.PathLike[str] | str | None, llm: str | None) -> None:
+        self._where = f" (details: {log_path})" if log_path is not None else ""
+        self._llm = llm
+
+    def attach(self, session: Session[Any], emit: Callable[[str], None]) -> None:
+        def on_error(ev: Any) -> None:
+            emit(f"! {describe_error(ev.error, llm=self._llm)}{self._where}\n")
+
+        session.on("error", on_error)
 
 
 def _note_printer(view: ConsoleView, emit: Callable[[str], None]) -> Callable[[Any], None]:
@@ -167,11 +189,13 @@ async def _run_plain(
     stdin: TextIO,
     stdout: TextIO,
     banner: str | None,
+    errors: _ErrorPrinter,
 ) -> None:
     def emit(text: str) -> None:
         stdout.write(text)
         stdout.flush()
 
+    errors.attach(session, emit)
     output = ConsoleOutput(view, emit, stream=True)
     session.output = output
     last_status = ""
@@ -218,7 +242,11 @@ async def _run_plain(
 
 
 async def _run_rich(
-    session: Session[Any], agent: Agent, view: ConsoleView, banner: str | None
+    session: Session[Any],
+    agent: Agent,
+    view: ConsoleView,
+    banner: str | None,
+    errors: _ErrorPrinter,
 ) -> None:
     from prompt_toolkit import PromptSession
     from prompt_toolkit.formatted_text import HTML
@@ -257,6 +285,7 @@ async def _run_rich(
         session.on(name, redraw)
     style = Style.from_dict({"bottom-toolbar": "noreverse"})
     with patch_stdout():
+        errors.attach(session, emit)
         session.on("background_message", _note_printer(view, emit))
         if banner:
             emit(banner + "\n")

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from ._recorder import SessionRecorder
+from ._recorder import ConversationLogError, SessionRecorder
 from ._schema import SCHEMA_VERSION
 from ._store import (
     DEFAULT_RETENTION_DAYS,
@@ -34,6 +34,7 @@ __all__ = [
     "RETENTION_ENV",
     "SCHEMA_VERSION",
     "ConversationLog",
+    "ConversationLogError",
     "SessionRecorder",
     "attach_log",
     "data_dir",

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 from ..limits import truncate_text
 from ..llm.chat_context import AgentHandoff, ChatMessage, FunctionCall, FunctionCallOutput
 from ..voice._metrics import llm_label
+from ..voice.events import ErrorEvent
 from . import _schema
 from ._store import ConversationLog
 
@@ -37,6 +38,11 @@ _EVENTS: tuple[EventName, ...] = (
 )
 
 
+class ConversationLogError(Exception):
+    """The conversation log could not be used (reported once per session as an ``error``
+    event with ``source="log"``; the conversation goes on)."""
+
+
 class SessionRecorder:
     """Writes one session's conversation to a ``ConversationLog``.
 
@@ -53,6 +59,7 @@ class SessionRecorder:
         self._limit = log.limits.log_text_chars
         self.session_id: str | None = None
         self._dropped = 0
+        self._reported = False
         self._handlers: dict[str, Callable[[Any], None]] = {
             "ConversationItemAdded": self._item,
             "AgentStateChanged": self._agent_state,
@@ -76,6 +83,12 @@ class SessionRecorder:
     # -- plumbing -----------------------------------------------------------------------
     def _on_event(self, event: Event) -> None:
         if not self._log.available:
+            if self._log.error is not None and not self._reported:
+                # Said once, where the front end shows errors (a terminal UI may own
+                # stderr); the conversation itself goes on.
+                self._reported = True
+                error = ConversationLogError(self._log.error)
+                self._session.emit(ErrorEvent(error=error, recoverable=True, source="log"))
             return
         if self.session_id is None:
             self._open_row()

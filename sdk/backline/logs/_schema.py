@@ -206,8 +206,8 @@ def migrate(conn: sqlite3.Connection) -> int:
     start = version(conn)
     if start > SCHEMA_VERSION:
         raise NewerSchemaError(
-            f"it was written by a newer backline (schema version {start}; this one writes "
-            f"{SCHEMA_VERSION}): upgrade backline"
+            f"was written by a newer backline (schema version {start}, this one writes "
+            f"{SCHEMA_VERSION})"
         )
     for target in range(start + 1, SCHEMA_VERSION + 1):
         conn.execute("BEGIN IMMEDIATE")

@@ -83,24 +83,18 @@ def retention_days(environ: Any = None) -> float | None:
 
 
 def explain(error: BaseException, path: Path) -> str:
-    """What went wrong with the log at ``path`` and what to do, for people."""
+    """What went wrong with the log at ``path`` and what to do, in one line for people."""
     text = str(error) or type(error).__name__
     if isinstance(error, _schema.NewerSchemaError):
-        return f"the conversation log {path} cannot be used: {text}, or run with --no-log"
+        return f"the conversation log {path} {text}: upgrade backline, or use --no-log"
     if _is_locked(error):
         return (
-            f"the conversation log {path} is locked by another process ({text}); close it, "
-            "or run with --no-log"
+            f"the conversation log {path} is locked by another process ({text}): close it, "
+            "or use --no-log"
         )
     if isinstance(error, sqlite3.DatabaseError) and not isinstance(error, sqlite3.OperationalError):
-        return (
-            f"the conversation log {path} is damaged ({text}): move it away (a new one is "
-            "started next time), or run with --no-log"
-        )
-    return (
-        f"the conversation log {path} cannot be opened or written ({text}): check the "
-        "directory and its permissions, or run with --no-log"
-    )
+        return f"the conversation log {path} is damaged ({text}): move it away, or use --no-log"
+    return f"cannot use the conversation log {path} ({text}): check its directory, or use --no-log"
 
 
 def _is_locked(error: BaseException) -> bool:

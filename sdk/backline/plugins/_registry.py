@@ -42,6 +42,7 @@ RESERVED_OPTIONS = frozenset(
         "--instructions",
         "--agent",
         "--no-log",
+        "--log-file",
         "--help",
     }
 )

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 from starlette.websockets import WebSocket, WebSocketDisconnect
 
 from ...llm.chat_context import AgentHandoff, ChatMessage, FunctionCall
+from .._diagnostics import describe_error
 from .._view import shorten, summarize_state
 from . import protocol
 from ._output import WebOutput
@@ -145,7 +146,7 @@ class WebTab:
         )
 
     def _on_error(self, ev: Any) -> None:
-        message = str(ev.error) or type(ev.error).__name__
+        message = describe_error(ev.error)  # worded for the user; the server log has details
         self._send(protocol.error(message, source=ev.source, recoverable=ev.recoverable))
 
     def _on_close(self, ev: Any) -> None:

@@ -276,7 +276,7 @@
   // -- controls --------------------------------------------------------------------------------
   function setUp() {
     if (!listener.supported) {
-      notify("This browser has no speech recognition, so you cannot talk to the agent here: type your messages below (Chrome, Edge and Safari recognise speech).", true);
+      notify("This browser has no speech recognition, so you cannot talk to the agent here: type your messages below. Google Chrome and Edge recognise speech (with a network connection); Chromium builds and Firefox do not.", true);
       $("mic").disabled = true;
       $("ptt").disabled = true;
     }
