@@ -418,11 +418,10 @@ class _Accumulator:
                 continue
             delta = choice.delta
             for call in delta.tool_calls or ():
-                acc = self._calls.get(call.index)
+                index = self._index_of(call.index, call.id)
+                acc = self._calls.get(index)
                 if acc is None:
-                    acc = self._calls[call.index] = _ToolCall(
-                        call.id or f"call_{len(self._calls) + 1}"
-                    )
+                    acc = self._calls[index] = _ToolCall(call.id or f"call_{len(self._calls) + 1}")
                 function = call.function
                 if function is not None:
                     if function.name and not acc.name:
@@ -436,6 +435,16 @@ class _Accumulator:
                 self.finished = True
                 self.stop_reason = choice.finish_reason
         return out
+
+    def _index_of(self, index: int | None, call_id: str | None) -> int:
+        """The call a piece belongs to. Some servers leave ``index`` out: a new id starts
+        a new call, a piece without one continues the last."""
+        if isinstance(index, int):
+            return index
+        known = {c.call_id: i for i, c in self._calls.items()}
+        if call_id and call_id not in known:
+            return max(self._calls, default=-1) + 1
+        return known.get(call_id or "", max(self._calls, default=0))
 
     def pending_calls(self) -> list[ChatChunk]:
         """The tool calls, complete, in index order (sent once the reply finished)."""

@@ -76,6 +76,7 @@ class OpenAIResponse:
     error_code: str | None = None
     headers: dict[str, str] = field(default_factory=dict)
     stream_error: str | None = None  # an error object inside the stream, after the text
+    index: bool = True  # tool-call pieces carry their "index" (some servers leave it out)
     cut: bool = False  # end the stream with neither a finish_reason nor [DONE]
 
     @property
@@ -127,6 +128,7 @@ def tool_calls(
     chunk_delay: float = 0.0,
     json_pieces: int = 3,
     json_chunk_size: int = 0,
+    index: bool = True,
 ) -> OpenAIResponse:
     """Parallel tool calls (``finish_reason`` ``tool_calls``), after an optional ``text``;
     each call's arguments are streamed in pieces (``json_chunk_size`` characters each,
@@ -143,6 +145,7 @@ def tool_calls(
         chunk_delay=chunk_delay,
         json_pieces=json_pieces,
         json_chunk_size=json_chunk_size,
+        index=index,
     )
 
 
@@ -565,10 +568,14 @@ def stream_events(
             "type": "function",
             "function": {"name": name, "arguments": ""},
         }
-        events.append((pace, encode(chunk({"tool_calls": [head]}))))
         size = response.json_chunk_size or max(1, math.ceil(len(args) / response.json_pieces))
-        for j in range(0, len(args), size):
-            piece = {"index": i, "function": {"arguments": args[j : j + size]}}
+        pieces: list[dict[str, Any]] = [head] + [
+            {"index": i, "function": {"arguments": args[j : j + size]}}
+            for j in range(0, len(args), size)
+        ]
+        for piece in pieces:
+            if not response.index:
+                del piece["index"]
             events.append((pace, encode(chunk({"tool_calls": [piece]}))))
     events.append((pace, encode(chunk({}, _finish(response)))))
     if include_usage:

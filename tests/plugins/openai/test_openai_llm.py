@@ -153,6 +153,22 @@ async def test_a_tool_call_split_across_many_chunks(
     assert isinstance(chunks[-1], Usage) and chunks[-1].stop_reason == "tool_calls"
 
 
+async def test_tool_call_pieces_without_an_index(
+    openai_server: FakeOpenAIServer, make_openai_llm: MakeLLM
+) -> None:
+    openai_server.push(
+        fo.tool_calls(
+            ("get_weather", {"city": "Paris"}), ("get_time", {"zone": "UTC"}), index=False
+        )
+    )
+    chunks = await collect(make_openai_llm(), ctx(user("hi")), tools=[get_weather, get_time])
+    calls = [c for c in chunks if isinstance(c, ToolCallChunk)]
+    assert [(c.name, json.loads(c.arguments)) for c in calls] == [
+        ("get_weather", {"city": "Paris"}),
+        ("get_time", {"zone": "UTC"}),
+    ]
+
+
 async def test_usage_comes_from_the_last_chunk(
     openai_server: FakeOpenAIServer, make_openai_llm: MakeLLM
 ) -> None:
