@@ -220,7 +220,7 @@ async def test_long_texts_are_cut_with_a_marker(db: Path) -> None:
 
 
 def test_a_new_log_is_versioned_and_in_wal_mode(conv_log: ConversationLog, db: Path) -> None:
-    conv_log.submit(("SELECT 1", ()))
+    conv_log.start()
     assert conv_log.flush(WAIT)
     with sqlite3.connect(db) as conn:
         assert conn.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION
@@ -229,7 +229,7 @@ def test_a_new_log_is_versioned_and_in_wal_mode(conv_log: ConversationLog, db: P
     assert {"sessions", "turns", "tool_calls", "tool_outputs", "background_messages"} <= names
     assert {"state_changes", "llm_requests", "errors", "timeline", "search"} <= names
     again = ConversationLog(db)  # opening a current log migrates nothing
-    again.submit(("SELECT 1", ()))
+    again.start()
     assert again.flush(WAIT) and again.error is None
     assert again.close(WAIT)
 
@@ -293,7 +293,7 @@ async def test_a_damaged_log_is_reported_and_the_conversation_goes_on(
 async def test_a_log_locked_at_open_is_reported(db: Path, caplog: pytest.LogCaptureFixture) -> None:
     ConversationLog(db).close()  # nothing written: creates nothing
     first = ConversationLog(db)
-    first.submit(("SELECT 1", ()))
+    first.start()
     assert first.close(WAIT)  # now the file exists, migrated
     holder = sqlite3.connect(db, isolation_level=None)
     holder.execute("BEGIN EXCLUSIVE")
@@ -384,11 +384,11 @@ def test_retention_deletes_old_conversations_and_their_rows(db: Path) -> None:
         )
     assert log.close(WAIT)
     kept = ConversationLog(db, retention_days=None)
-    kept.submit(("SELECT 1", ()))
+    kept.start()
     assert kept.close(WAIT)
     assert rows(db, "SELECT count(*) FROM sessions") == [(2,)]
     pruned = ConversationLog(db, retention_days=7)
-    pruned.submit(("SELECT 1", ()))
+    pruned.start()
     assert pruned.close(WAIT)
     assert rows(db, "SELECT id FROM sessions") == [("recent",)]
     assert rows(db, "SELECT text FROM turns") == [("words of recent",)]

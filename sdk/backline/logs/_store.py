@@ -9,12 +9,13 @@ warning, and the conversation goes on without a log.
 
 from __future__ import annotations
 
+import itertools
 import logging
 import os
-import queue
 import sqlite3
 import threading
 import time
+from collections import deque
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -139,12 +140,16 @@ class ConversationLog:
         self.path = Path(path) if path is not None else default_path()
         self.limits = limits
         self.retention_days = retention_days
-        self._queue: queue.Queue[Any] = queue.Queue(maxsize=limits.log_queue_size)
+        # The hand-off: a deque (an append is atomic and costs the loop next to nothing)
+        # and a wake-up the submitter sets only when the writer sleeps.
+        self._pending: deque[Any] = deque()
+        self._writer_sleeping = False
+        self._wake = threading.Event()
+        self._hurry = threading.Event()  # a flush or a close waits: write now
         self._lock = threading.Lock()
         self._thread: threading.Thread | None = None
         self._closed = False
-        self._failed = threading.Event()
-        self._hurry = threading.Event()  # a flush or a close waits: write now
+        self._usable = True  # False once closed or failed
         self.error: str | None = None
         self._dropped_full = 0  # counted on the submitting thread
         self._dropped_write = 0  # counted on the writer thread
@@ -161,19 +166,17 @@ class ConversationLog:
     @property
     def available(self) -> bool:
         """False once the log failed or was closed: records are then discarded."""
-        return not self._closed and not self._failed.is_set()
+        return self._usable
 
     # -- the event loop's side ---------------------------------------------------------
     def submit(self, record: Record) -> bool:
         """Queue one write; ``False`` if it was dropped (a full queue, a closed or failed
         log). Never blocks."""
-        if not self.available:
+        if not self._usable:
             return False
         if self._thread is None:
-            self._start()
-        try:
-            self._queue.put_nowait(record)
-        except queue.Full:
+            self.start()
+        if len(self._pending) >= self.limits.log_queue_size:
             self._dropped_full += 1
             if not self._warned_full:
                 self._warned_full = True
@@ -183,9 +186,21 @@ class ConversationLog:
                     self.path,
                 )
             return False
+        self._pending.append(record)
+        if self._writer_sleeping:
+            self._writer_sleeping = False
+            self._wake.set()
         return True
 
-    def _start(self) -> None:
+    def _control(self, item: Any) -> None:
+        """Hand the writer a barrier or the stop, and have it write at once."""
+        self._pending.append(item)
+        self._hurry.set()
+        self._wake.set()
+
+    def start(self) -> None:
+        """Start the writer now (it opens, migrates and prunes the file); the first
+        record does this anyway."""
         with self._lock:
             if self._thread is not None or self._closed:
                 return
@@ -200,13 +215,8 @@ class ConversationLog:
         if self._thread is None:
             return True
         barrier = _Barrier()
-        deadline = time.monotonic() + timeout
-        try:
-            self._queue.put(barrier, timeout=timeout)
-        except queue.Full:
-            return False
-        self._hurry.set()
-        return barrier.done.wait(max(0.0, deadline - time.monotonic()))
+        self._control(barrier)
+        return barrier.done.wait(timeout)
 
     def close(self, timeout: float | None = None) -> bool:
         """Write what is queued and stop the writer, waiting at most ``timeout`` seconds
@@ -214,23 +224,21 @@ class ConversationLog:
         time (it is a daemon thread: it never keeps the process alive). Idempotent."""
         wait = self.limits.log_close_timeout if timeout is None else timeout
         with self._lock:
+            first = not self._closed
             self._closed = True
+            self._usable = False
             thread = self._thread
         if thread is None:
             return True
-        deadline = time.monotonic() + wait
-        try:
-            self._queue.put(_STOP, timeout=wait)
-        except queue.Full:
-            return False
-        self._hurry.set()
-        thread.join(max(0.0, deadline - time.monotonic()))
+        if first:
+            self._control(_STOP)
+        thread.join(wait)
         return not thread.is_alive()
 
     # -- the writer thread ----------------------------------------------------------------
     def _fail(self, error: BaseException) -> None:
         self.error = "This conversation is not being logged: " + explain(error, self.path)
-        self._failed.set()
+        self._usable = False
         log.warning("%s", self.error)
 
     def _open(self) -> sqlite3.Connection | None:
@@ -255,16 +263,14 @@ class ConversationLog:
         conn = self._open()
         try:
             while True:
-                batch = [self._queue.get()]
+                self._sleep_until_pending()
                 # Gather for a moment: one wake-up and one transaction for many records
                 # (a flush or a close cuts the wait short).
                 if self._hurry.wait(self.limits.log_batch_interval):
                     self._hurry.clear()
-                while len(batch) < self.limits.log_batch_size:
-                    try:
-                        batch.append(self._queue.get_nowait())
-                    except queue.Empty:
-                        break
+                batch: list[Any] = []
+                while self._pending and len(batch) < self.limits.log_batch_size:
+                    batch.append(self._pending.popleft())
                 records = [r for r in batch if isinstance(r, tuple)]
                 if conn is not None and records:
                     conn = self._write(conn, records)
@@ -279,14 +285,35 @@ class ConversationLog:
             if conn is not None:
                 conn.close()
 
-    def _write(self, conn: sqlite3.Connection, records: list[Record]) -> sqlite3.Connection | None:
+    def _sleep_until_pending(self) -> None:
+        while not self._pending:
+            self._writer_sleeping = True
+            if not self._pending:  # re-checked once the submitter can see we sleep
+                self._wake.wait()
+            self._wake.clear()
+            self._writer_sleeping = False
+
+    def _write_run(
+        self, conn: sqlite3.Connection, statement: str, rows: list[tuple[Any, ...]]
+    ) -> None:
+        conn.execute("SAVEPOINT run")
         try:
-            conn.execute("BEGIN")
-            for statement, params in records:
+            conn.executemany(statement, rows)
+        except sqlite3.IntegrityError:  # e.g. a row of a session whose own row was lost
+            conn.execute("ROLLBACK TO run")
+            for params in rows:  # keep the good rows, count the bad ones
                 try:
                     conn.execute(statement, params)
                 except sqlite3.IntegrityError:
-                    self._dropped_write += 1  # e.g. a row of a session whose own row was lost
+                    self._dropped_write += 1
+        conn.execute("RELEASE run")
+
+    def _write(self, conn: sqlite3.Connection, records: list[Record]) -> sqlite3.Connection | None:
+        try:
+            conn.execute("BEGIN")
+            # Runs of one statement go in one executemany (its loop is C: little GIL).
+            for statement, run in itertools.groupby(records, key=lambda r: r[0]):
+                self._write_run(conn, statement, [params for _, params in run])
             conn.execute("COMMIT")
             return conn
         except sqlite3.Error as e:
