@@ -439,3 +439,43 @@ async def test_a_background_note_is_not_a_user_turn(conv_log: ConversationLog, d
     assert notes  # the voice agent was told
     assert conv_log.flush(WAIT)
     assert rows(db, "SELECT speaker, text FROM turns") == [("user", "hello"), ("agent", "ok")]
+
+
+def test_flush_and_close_are_bounded_when_the_disk_hangs(
+    db: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    release = threading.Event()
+    connect = _store.connect
+
+    def stuck_connect(path: Path, busy_timeout: float) -> Any:
+        release.wait(WAIT)
+        return connect(path, busy_timeout)
+
+    monkeypatch.setattr(_store, "connect", stuck_connect)
+    log = ConversationLog(db)
+    assert log.submit(("INSERT INTO sessions (id, started_at) VALUES (?, ?)", ("s", 1.0)))
+    assert not log.flush(0.05)  # it gives up: the writer is stuck
+    assert not log.close(0.05)  # bounded too; the writer is a daemon thread
+    assert not log.submit(("INSERT INTO sessions (id, started_at) VALUES (?, ?)", ("t", 2.0)))
+    release.set()
+    assert log._thread is not None
+    log._thread.join(WAIT)
+    assert not log._thread.is_alive()  # it wrote what it had, then stopped
+    assert rows(db, "SELECT id FROM sessions") == [("s",)]
+
+
+def test_records_from_many_threads_are_all_written(conv_log: ConversationLog, db: Path) -> None:
+    insert = "INSERT INTO sessions (id, started_at) VALUES (?, ?)"
+
+    def submit_many(prefix: str) -> None:
+        for i in range(500):
+            assert conv_log.submit((insert, (f"{prefix}{i}", float(i))))
+
+    threads = [threading.Thread(target=submit_many, args=(p,)) for p in "abcd"]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(WAIT)
+    assert conv_log.flush(WAIT)
+    assert rows(db, "SELECT count(*) FROM sessions") == [(2000,)]
+    assert conv_log.dropped == 0
