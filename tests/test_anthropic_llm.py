@@ -9,7 +9,6 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
-from collections.abc import AsyncIterator, Callable, Iterator
 from typing import Any
 
 import anthropic
@@ -36,33 +35,13 @@ from backline.llm._anthropic_convert import (
 from backline.llm.anthropic import DEFAULT_MODEL, AnthropicLLM
 from backline.testing import fake_anthropic as fa
 from backline.testing.fake_anthropic import FakeAnthropicServer
+from tests import anthropic_kit
+from tests.anthropic_kit import MakeLLM
 from tests.llm_conformance import *  # noqa: F403 - the shared conformance tests
 from tests.llm_conformance import Harness, get_time, get_weather
 
-MakeLLM = Callable[..., AnthropicLLM]
-
-
-@pytest.fixture
-def server() -> Iterator[FakeAnthropicServer]:
-    with FakeAnthropicServer() as s:
-        yield s
-
-
-@pytest.fixture
-async def make_llm(server: FakeAnthropicServer) -> AsyncIterator[MakeLLM]:
-    made: list[AnthropicLLM] = []
-
-    def make(**kwargs: Any) -> AnthropicLLM:
-        kwargs.setdefault("base_url", server.url)
-        kwargs.setdefault("api_key", "test-key")
-        kwargs.setdefault("retry_base_delay", 0.001)
-        llm = AnthropicLLM(**kwargs)
-        made.append(llm)
-        return llm
-
-    yield make
-    for llm in made:
-        await llm.aclose()
+server = anthropic_kit.server  # the shared fixtures
+make_llm = anthropic_kit.make_llm
 
 
 @pytest.fixture

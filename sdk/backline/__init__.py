@@ -18,6 +18,7 @@ from .background import (
     background,
 )
 from .keys import KeyStoreError, get_key
+from .limits import Limits
 from .llm import (
     LLM,
     AgentHandoff,
@@ -29,6 +30,7 @@ from .llm import (
     FunctionTool,
     LLMError,
     LLMStream,
+    LLMTimeoutError,
     RealtimeSession,
     StopResponse,
     ToolChoice,
@@ -113,6 +115,8 @@ __all__ = [
     "LLMError",
     "LLMMetrics",
     "LLMStream",
+    "LLMTimeoutError",
+    "Limits",
     "PlayoutResult",
     "RealtimeSession",
     "ReplyPromptArgs",

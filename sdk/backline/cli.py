@@ -355,6 +355,8 @@ def _describe_plugin(info: PluginInfo) -> str:
     for label, names in info.registered().items():
         if names:
             lines.append(f"  {label}: {', '.join(names)}")
+    if info.printed:
+        lines.append(f"  printed while loading: {' '.join(info.printed.split())}")
     return "\n".join(lines)
 
 

@@ -102,6 +102,8 @@ def test_plugins_json_lists_name_version_hooks_registrations_and_status(
         "builtin": False,
         "status": "loaded",
         "error": None,
+        "disabled_by": None,
+        "printed": None,
         "hooks": ["register_background_sessions", "register_commands"],
         "backgrounds": [plugins["bg"]],
         "tools": [],

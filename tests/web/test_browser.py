@@ -276,6 +276,25 @@ async def test_a_wrong_token_gets_403(server: WebServer, browser: Any) -> None:
     assert response is not None and response.status == 403
 
 
+async def test_the_page_keeps_no_secret_in_its_address_and_reloads_with_its_cookie(
+    server: WebServer, controls: Controls, browser: Any, expect: Any
+) -> None:
+    base = f"http://127.0.0.1:{server.port}/"
+    for link in (server.url, server.sign_in_url()):
+        page = await open_page(browser, link)
+        await ready(page, expect)
+        assert page.url == base  # the token or the code left the address bar
+        await page.reload()  # the cookie signs the page in again, socket included
+        await ready(page, expect)
+        await page.fill("#text", "after a reload")
+        await page.press("#text", "Enter")
+        await expect(page.locator(".entry.agent.final .text")).to_have_text(
+            "You said: after a reload. What next?", timeout=WAIT
+        )
+        assert page.errors == []
+        await page.close()
+
+
 async def test_closing_the_tab_closes_its_session(
     server: WebServer, controls: Controls, browser: Any, expect: Any
 ) -> None:

@@ -12,22 +12,25 @@ import os
 import time
 from collections.abc import AsyncGenerator, Awaitable, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, TypeVar, cast
+from typing import TYPE_CHECKING, Any, cast
 
 import httpx2
 import openai
 
+from backline.limits import DEFAULT_LIMITS
 from backline.llm import (
     ChatChunk,
     ChatContext,
     FunctionTool,
     LLMError,
     LLMStream,
+    LLMTimeoutError,
     TextDelta,
     ToolCallChunk,
     ToolChoice,
     Usage,
 )
+from backline.llm._deadlines import DeadlinePassed, Deadlines
 
 from ._convert import convert_context, convert_tool_choice, convert_tools
 from ._endpoints import DEFAULT_MODEL, Endpoint
@@ -41,8 +44,6 @@ log = logging.getLogger(__name__)
 
 #: The environment variable that chooses the model.
 MODEL_ENV = "BACKLINE_MODEL"
-
-_T = TypeVar("_T")
 
 # The ``type`` of an error event inside a stream, as an HTTP status.
 _STATUS_OF_ERROR_TYPE = {
@@ -62,11 +63,12 @@ class _IncompleteStream(Exception):
     """The stream ended before a ``finish_reason``."""
 
 
-class _DeadlineExceeded(Exception):
-    """The whole reply did not finish within the deadline."""
+class _MalformedStream(Exception):
+    """A chunk of the stream could not be read."""
 
 
-_RequestFailure = (openai.APIError, httpx2.TransportError, _IncompleteStream)
+_RequestFailure = (openai.APIError, httpx2.TransportError, _IncompleteStream, _MalformedStream)
+_UNREADABLE = (ValueError, TypeError, KeyError, AttributeError)  # JSON errors are ValueErrors
 
 
 class OpenAILLM:
@@ -80,7 +82,11 @@ class OpenAILLM:
     ``max_retries`` times with exponential backoff (``retry_base_delay`` doubling,
     capped at ``retry_max_delay``; a longer ``retry-after`` is honoured up to the
     cap) — only while nothing has been yielded yet. ``timeout`` bounds each network
-    wait; ``deadline`` bounds the whole reply, retries included (``None``: no bound).
+    wait. Like ``AnthropicLLM``, each request has two deadlines, retries included: its
+    first output (text or a tool call) within ``first_token_timeout`` seconds and its
+    whole response within ``response_timeout`` (defaults ``Limits.llm_first_token_timeout``
+    and ``Limits.llm_response_timeout``; ``None`` turns one off); a deadline that passes
+    fails the request with ``LLMTimeoutError``.
     """
 
     def __init__(
@@ -94,15 +100,22 @@ class OpenAILLM:
         retry_base_delay: float = 0.5,
         retry_max_delay: float = 8.0,
         timeout: float | None = 60.0,
-        deadline: float | None = 120.0,
+        first_token_timeout: float | None = DEFAULT_LIMITS.llm_first_token_timeout,
+        response_timeout: float | None = DEFAULT_LIMITS.llm_response_timeout,
         client: openai.AsyncOpenAI | None = None,
     ) -> None:
         if max_tokens is not None and max_tokens < 1:
             raise ValueError(f"max_tokens must be >= 1, got {max_tokens}")
         if max_retries < 0:
             raise ValueError(f"max_retries must be >= 0, got {max_retries}")
-        if deadline is not None and deadline <= 0:
-            raise ValueError(f"deadline must be > 0 seconds, got {deadline}")
+        for name, value in (
+            ("first_token_timeout", first_token_timeout),
+            ("response_timeout", response_timeout),
+        ):
+            if value is not None and not value > 0:
+                raise ValueError(
+                    f"{name} must be a positive number of seconds or None, got {value}"
+                )
         if client is not None and (api_key is not None or base_url is not None):
             raise ValueError("pass either client= or api_key=/base_url=, not both")
         where = str(client.base_url) if client is not None else base_url
@@ -119,7 +132,8 @@ class OpenAILLM:
         self._retry_base_delay = retry_base_delay
         self._retry_max_delay = retry_max_delay
         self._timeout = timeout
-        self._deadline = deadline
+        self._first_token_timeout = first_token_timeout
+        self._response_timeout = response_timeout
         self._missing_key: str | None = None
         if client is None:
             key = api_key if api_key is not None else self._endpoint.find_key()
@@ -205,22 +219,28 @@ class OpenAILLM:
         if isinstance(params, LLMError):
             raise params
         started = time.monotonic()
-        loop = asyncio.get_running_loop()
-        deadline_at = None if self._deadline is None else loop.time() + self._deadline
+        deadlines = Deadlines(self._first_token_timeout, self._response_timeout)
         attempt = 0
+        last_failure: _Failure | None = None
         while True:
             attempt += 1
             acc = _Accumulator(started)
             try:
                 create = cast(Any, self._client.chat.completions).create(**params)
-                stream = await _within(deadline_at, cast("Awaitable[Any]", create))
+                stream = await deadlines.within(cast("Awaitable[Any]", create), acc.yielded)
                 try:
                     while True:
                         try:
-                            event = await _within(deadline_at, anext(stream))
+                            event = await deadlines.within(anext(stream), acc.yielded)
+                            chunks = acc.feed(event)
                         except StopAsyncIteration:
                             break
-                        for chunk in acc.feed(event):
+                        except _UNREADABLE as e:
+                            raise _MalformedStream(
+                                f"the response stream had a chunk that could not be read "
+                                f"({type(e).__name__}: {e})"
+                            ) from e
+                        for chunk in chunks:
                             yield chunk
                 finally:
                     await stream.close()
@@ -228,34 +248,26 @@ class OpenAILLM:
                     raise _IncompleteStream("the response stream ended before a finish_reason")
                 for chunk in acc.pending_calls():
                     yield chunk
-            except _DeadlineExceeded as e:
-                message = (
-                    f"No complete reply from {self._endpoint.url} within {self._deadline:g}s "
-                    "(OpenAILLM deadline; the server may be overloaded or the model too slow)"
-                )
-                if acc.yielded:
-                    message += " (the reply was cut off after output had started)"
-                raise LLMError(message, retryable=True) from e
+            except DeadlinePassed as e:
+                raise self._deadline_error(e, acc.yielded, last_failure) from None
             except _RequestFailure as e:
-                failure = self._failure(e)
+                failure = last_failure = self._failure(e)
                 if acc.yielded:
                     raise LLMError(
                         f"{failure.message} (the reply was cut off after output had started)",
                         retryable=failure.retryable,
                         status=failure.status,
                     ) from e
-                delay = self._backoff(attempt, failure.retry_after)
-                too_late = deadline_at is not None and loop.time() + delay >= deadline_at
-                if not failure.retryable or attempt > self._max_retries or too_late:
+                if not failure.retryable or attempt > self._max_retries:
                     if failure.retryable:
                         tries = f"{attempt} attempt{'s' if attempt > 1 else ''}"
-                        why = " (the deadline would pass)" if too_late else ""
                         raise LLMError(
-                            f"{failure.message} (gave up after {tries}{why})",
+                            f"{failure.message} (gave up after {tries})",
                             retryable=True,
                             status=failure.status,
                         ) from e
                     raise LLMError(failure.message, status=failure.status) from e
+                delay = self._backoff(attempt, failure.retry_after)
                 log.warning(
                     "%s; retrying in %.2fs (attempt %d of %d)",
                     failure.message,
@@ -263,10 +275,31 @@ class OpenAILLM:
                     attempt + 1,
                     self._max_retries + 1,
                 )
-                await asyncio.sleep(delay)
+                try:
+                    await deadlines.within(asyncio.sleep(delay), acc.yielded)
+                except DeadlinePassed as passed:
+                    raise self._deadline_error(passed, False, failure) from e
                 continue
             yield acc.usage()
             return
+
+    def _deadline_error(
+        self, e: DeadlinePassed, output_started: bool, last: _Failure | None
+    ) -> LLMTimeoutError:
+        if e.which == "first_token_timeout":
+            what = f"no output within {e.seconds:g}s of the request"
+        else:
+            what = f"the response did not finish within {e.seconds:g}s"
+        if output_started:
+            tail = " (the reply was cut off after output had started)"
+        elif last is not None:
+            tail = f"; the last attempt failed: {last.message}"
+        else:
+            tail = " (the server may be overloaded, or the model too slow or still loading)"
+        return LLMTimeoutError(
+            f"{self._endpoint.name} API at {self._endpoint.url}: {what} ({e.which} of "
+            "OpenAILLM)" + tail
+        )
 
     def _backoff(self, attempt: int, retry_after: float | None) -> float:
         delay = self._retry_base_delay * 2.0 ** (attempt - 1)
@@ -292,8 +325,8 @@ class OpenAILLM:
                 "server running, and is --base-url (OPENAI_BASE_URL) right?",
                 retryable=True,
             )
-        if isinstance(e, _IncompleteStream):
-            return _Failure(f"OpenAI-compatible API at {where}: {e}", retryable=True)
+        if isinstance(e, _IncompleteStream | _MalformedStream):
+            return _Failure(f"{self._endpoint.name} API at {where}: {e}", retryable=True)
         assert isinstance(e, openai.APIError)
         return self._stream_error_failure(e)
 
@@ -338,19 +371,6 @@ class OpenAILLM:
         elif status == 429:
             message += " (rate limited)"
         return _Failure(message, retryable=retryable, status=status, retry_after=_retry_after(e))
-
-
-async def _within(deadline_at: float | None, awaitable: Awaitable[_T]) -> _T:
-    """``await awaitable``, raising ``_DeadlineExceeded`` at the loop time ``deadline_at``."""
-    if deadline_at is None:
-        return await awaitable
-    try:
-        async with asyncio.timeout_at(deadline_at):
-            return await awaitable
-    except TimeoutError:
-        if asyncio.get_running_loop().time() >= deadline_at:
-            raise _DeadlineExceeded from None
-        raise
 
 
 @dataclass(frozen=True)

@@ -13,7 +13,7 @@ import logging.handlers
 import os
 from pathlib import Path
 
-from ..llm.llm import LLMError
+from ..llm.llm import LLMError, LLMTimeoutError
 
 LOG_FILE_BYTES = 1_000_000
 LOG_FILE_BACKUPS = 2
@@ -77,6 +77,11 @@ def _describe_llm_error(error: LLMError, llm: str | None) -> str:
         return (
             f"The model provider is overloaded or failing ({status}) and retries did not "
             "help: try again in a moment."
+        )
+    if isinstance(error, LLMTimeoutError):
+        return (
+            "The model did not answer in time (the provider may be overloaded or the "
+            "connection stalled): try again in a moment."
         )
     if status is None and error.retryable:
         return (

@@ -78,6 +78,7 @@ class OpenAIResponse:
     stream_error: str | None = None  # an error object inside the stream, after the text
     index: bool = True  # tool-call pieces carry their "index" (some servers leave it out)
     cut: bool = False  # end the stream with neither a finish_reason nor [DONE]
+    malformed: bool = False  # after the text, a data line that is not JSON
 
     @property
     def is_error(self) -> bool:
@@ -184,6 +185,11 @@ def stream_error(
     return OpenAIResponse(
         text=text, stream_error=type, error_message=message, delay=delay, chunk_delay=chunk_delay
     )
+
+
+def malformed_stream(content: str = "") -> OpenAIResponse:
+    """A stream that sends ``content`` and then a ``data:`` line that is not JSON."""
+    return OpenAIResponse(text=content, malformed=True)
 
 
 def cut_stream(content: str = "") -> OpenAIResponse:
@@ -561,6 +567,8 @@ def stream_events(
         return events
     if response.cut:
         return events
+    if response.malformed:
+        return [*events, (pace, b'data: {"id":"chatcmpl-x","choices":[{"delta":\n\n')]
     for i, (name, args) in enumerate(response.tool_calls):
         head = {
             "index": i,

@@ -26,6 +26,7 @@ from backline.llm import (
     FunctionCallOutput,
     FunctionTool,
     LLMError,
+    LLMTimeoutError,
     TextDelta,
     ToolCallChunk,
     Usage,
@@ -272,33 +273,72 @@ async def test_a_timeout_is_worded_for_people(
     assert info.value.retryable
 
 
-async def test_the_deadline_bounds_the_whole_reply(
+async def test_a_request_with_no_output_fails_at_the_first_token_deadline(
     openai_server: FakeOpenAIServer, make_openai_llm: MakeLLM
 ) -> None:
-    openai_server.push(fo.text("one two three", chunk_delay=5.0))
-    got: list[ChatChunk] = []
-
-    async def consume() -> None:
-        async with make_openai_llm(deadline=0.3).chat(ctx(user("hi"))) as stream:
-            async for chunk in stream:
-                got.append(chunk)
-
-    with pytest.raises(LLMError) as info:
-        await consume()
-    assert got == [TextDelta("one ")]
-    assert "No complete reply" in str(info.value) and "within 0.3s" in str(info.value)
-    assert "cut off after output had started" in str(info.value)
+    openai_server.push(fo.text("late", delay=30.0))
+    with pytest.raises(LLMTimeoutError) as info:
+        await collect(make_openai_llm(first_token_timeout=0.3), ctx(user("hi")))
+    assert "no output within 0.3s of the request (first_token_timeout of OpenAILLM)" in str(
+        info.value
+    )
+    assert info.value.retryable
     assert (await openai_server.wait_for_disconnect_async()).disconnected
 
 
-async def test_no_retry_would_pass_the_deadline(
+async def test_a_stalled_reply_fails_at_the_response_deadline(
+    openai_server: FakeOpenAIServer, make_openai_llm: MakeLLM
+) -> None:
+    openai_server.push(fo.text("one two three", chunk_delay=30.0))
+    got: list[ChatChunk] = []
+
+    async def consume() -> None:
+        llm = make_openai_llm(first_token_timeout=5.0, response_timeout=0.3)
+        async with llm.chat(ctx(user("hi"))) as stream:
+            async for chunk in stream:
+                got.append(chunk)
+
+    with pytest.raises(LLMTimeoutError) as info:
+        await consume()
+    assert got == [TextDelta("one ")]
+    message = str(info.value)
+    assert "the response did not finish within 0.3s (response_timeout of OpenAILLM)" in message
+    assert "cut off after output had started" in message
+    assert (await openai_server.wait_for_disconnect_async()).disconnected
+
+
+async def test_retries_stop_at_the_first_token_deadline_and_say_why(
     openai_server: FakeOpenAIServer, make_openai_llm: MakeLLM
 ) -> None:
     openai_server.push(fo.error(503), "never")
-    llm = make_openai_llm(deadline=0.5, retry_base_delay=2.0)
-    with pytest.raises(LLMError, match=r"gave up after 1 attempt \(the deadline would pass"):
+    llm = make_openai_llm(first_token_timeout=0.3, retry_base_delay=5.0, retry_max_delay=5.0)
+    with pytest.raises(LLMTimeoutError) as info:
         await collect(llm, ctx(user("hi")))
+    assert "the last attempt failed: OpenAI-compatible API error 503" in str(info.value)
     assert len(openai_server.requests) == 1
+
+
+def test_deadlines_are_positive_or_none() -> None:
+    for bad in (0, -1.0):
+        with pytest.raises(ValueError, match="first_token_timeout must be a positive number"):
+            OpenAILLM("m", base_url="http://localhost:1/v1", first_token_timeout=bad)
+    OpenAILLM(
+        "m", base_url="http://localhost:1/v1", first_token_timeout=None, response_timeout=None
+    )
+
+
+async def test_a_malformed_chunk_is_retried_before_output_and_cuts_off_after(
+    openai_server: FakeOpenAIServer, make_openai_llm: MakeLLM
+) -> None:
+    openai_server.push(fo.malformed_stream(), "recovered")
+    chunks = await collect(make_openai_llm(), ctx(user("hi")))
+    assert chunks[0] == TextDelta("recovered")
+    openai_server.push(fo.malformed_stream("Hello "), "never")
+    with pytest.raises(LLMError) as info:
+        await collect(make_openai_llm(), ctx(user("hi")))
+    assert "a chunk that could not be read" in str(info.value)
+    assert "cut off after output had started" in str(info.value)
+    assert len(openai_server.requests) == 3
 
 
 # -- endpoints, keys and models ----------------------------------------------------------
