@@ -227,11 +227,11 @@ class OpenAILLM:
             acc = _Accumulator(started)
             try:
                 create = cast(Any, self._client.chat.completions).create(**params)
-                stream = await deadlines.within(cast("Awaitable[Any]", create), acc.yielded)
+                stream = await deadlines.within(cast("Awaitable[Any]", create), acc.started)
                 try:
                     while True:
                         try:
-                            event = await deadlines.within(anext(stream), acc.yielded)
+                            event = await deadlines.within(anext(stream), acc.started)
                             chunks = acc.feed(event)
                         except StopAsyncIteration:
                             break
@@ -418,6 +418,12 @@ class _Accumulator:
         self.input_tokens = 0
         self.output_tokens = 0
         self.cache_read = 0
+
+    @property
+    def started(self) -> bool:
+        """Output has begun: text was yielded, or a tool call is streaming (for the
+        deadlines; its chunk is yielded once the reply finished)."""
+        return self.yielded or bool(self._calls)
 
     def _emit(self, chunk: ChatChunk) -> list[ChatChunk]:
         if not self.yielded:

@@ -605,3 +605,18 @@ async def test_stored_keys_are_used_and_the_environment_wins(
     assert [r.api_key for r in openai_server.requests] == ["sk-stored", "sk-env"]
     await llm.aclose()
     await env_llm.aclose()
+
+
+async def test_a_streaming_tool_call_counts_as_output_for_the_deadlines(
+    openai_server: FakeOpenAIServer, make_openai_llm: MakeLLM
+) -> None:
+    # The call's pieces come every 0.15 s, 0.6 s in all: past a first-token deadline of
+    # 0.3 s, within the response deadline.
+    openai_server.push(
+        fo.tool_calls(("get_time", {"zone": "UTC"}), json_pieces=3, chunk_delay=0.15)
+    )
+    llm = make_openai_llm(first_token_timeout=0.3, response_timeout=20.0)
+    chunks = await collect(llm, ctx(user("time?")), tools=[get_time])
+    assert isinstance(chunks[0], ToolCallChunk) and json.loads(chunks[0].arguments) == {
+        "zone": "UTC"
+    }
