@@ -50,6 +50,7 @@ lint: $(STAMP)
 	$(BIN)/mypy --strict plugins/claude_code/backline_claude_code
 	$(BIN)/mypy --strict plugins/deep_research/backline_deep_research
 	$(BIN)/mypy --strict plugins/livekit/backline_livekit
+	$(BIN)/mypy --strict plugins/openai/backline_openai
 
 bench: $(STAMP)
 	@mkdir -p bench/results

@@ -3,6 +3,7 @@ from __future__ import annotations
 import asyncio
 import os
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -52,6 +53,18 @@ def _guard(backline_guard: None) -> None:
     task it started still runs after it, or if anything reached an event loop's
     exception handler while it ran. Exempt a test only with
     ``@pytest.mark.backline_guard_off(reason="...")``."""
+
+
+@pytest.fixture(autouse=True)
+def user_dirs(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """Every test gets its own config and data directories (stored keys, the conversation
+    log): no test reads or writes the real home's. Subprocesses inherit them. The
+    conversation log is off (``BACKLINE_LOG=0``) unless a test turns it on."""
+    root = tmp_path_factory.mktemp("home")
+    for name in ("XDG_CONFIG_HOME", "XDG_DATA_HOME", "XDG_STATE_HOME", "XDG_CACHE_HOME"):
+        monkeypatch.setenv(name, str(root / name.split("_")[1].lower()))
+    monkeypatch.setenv("BACKLINE_LOG", "0")
+    return root
 
 
 @pytest.fixture

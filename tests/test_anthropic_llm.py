@@ -1,11 +1,12 @@
-"""AnthropicLLM against FakeAnthropicServer, through the real anthropic client."""
+"""AnthropicLLM against FakeAnthropicServer, through the real anthropic client.
+
+The behaviour every adapter shares (streaming, retries, errors, cancellation) is the
+conformance suite in ``tests/llm_conformance.py``, run here through ``llm_harness``.
+"""
 
 from __future__ import annotations
 
-import asyncio
 import json
-import logging
-import socket
 import subprocess
 import sys
 from typing import Any
@@ -23,9 +24,7 @@ from backline.llm import (
     FunctionTool,
     LLMError,
     TextDelta,
-    ToolCallChunk,
     Usage,
-    function_tool,
     named_tool,
 )
 from backline.llm._anthropic_convert import (
@@ -38,26 +37,31 @@ from backline.testing import fake_anthropic as fa
 from backline.testing.fake_anthropic import FakeAnthropicServer
 from tests import anthropic_kit
 from tests.anthropic_kit import MakeLLM
+from tests.llm_conformance import *  # noqa: F403 - the shared conformance tests
+from tests.llm_conformance import Harness, get_time, get_weather
 
 server = anthropic_kit.server  # the shared fixtures
 make_llm = anthropic_kit.make_llm
 
 
-@function_tool
-def get_weather(city: str, days: int = 1) -> str:
-    """Get the weather forecast.
+@pytest.fixture
+def llm_harness(server: FakeAnthropicServer, make_llm: MakeLLM) -> Harness:
+    def unreachable(url: str, **kwargs: Any) -> AnthropicLLM:
+        return make_llm(base_url=url, **kwargs)
 
-    Args:
-        city: The city.
-        days: How many days.
-    """
-    return "sunny"
-
-
-@function_tool
-def get_time(zone: str) -> str:
-    """Get the time in a zone."""
-    return "noon"
+    return Harness(
+        server=server,
+        script=fa,
+        make_llm=make_llm,
+        make_client=lambda retries: anthropic.AsyncAnthropic(
+            base_url=server.url, api_key="k", max_retries=retries
+        ),
+        unreachable=unreachable,
+        key_env="ANTHROPIC_API_KEY",
+        logger="backline.llm.anthropic",
+        unreachable_text="Could not reach the Anthropic API",
+        tool_stop_reason="tool_use",
+    )
 
 
 def ctx(*items: ChatMessage | FunctionCall | FunctionCallOutput | AgentHandoff) -> ChatContext:
@@ -157,38 +161,6 @@ async def test_usage_with_cache_tokens_and_max_tokens(
     assert server.requests[0].body["max_tokens"] == 1
 
 
-async def test_parallel_tool_calls_are_complete_chunks(
-    server: FakeAnthropicServer, make_llm: MakeLLM
-) -> None:
-    server.push(
-        fa.tool_calls(
-            ("get_weather", {"city": "Paris", "days": 2}),
-            ("get_time", {"zone": "Europe/Paris"}),
-            text="Checking.",
-            json_chunk_size=3,  # many input_json_delta pieces per call
-        )
-    )
-    chunks = await collect(make_llm(), ctx(user("weather?")), tools=[get_weather, get_time])
-    assert chunks[0] == TextDelta("Checking.")
-    calls = [c for c in chunks if isinstance(c, ToolCallChunk)]
-    assert [(c.call_id, c.name) for c in calls] == [
-        ("toolu_fake0001", "get_weather"),
-        ("toolu_fake0002", "get_time"),
-    ]
-    assert json.loads(calls[0].arguments) == {"city": "Paris", "days": 2}
-    assert json.loads(calls[1].arguments) == {"zone": "Europe/Paris"}
-    assert get_weather.parse_arguments(calls[0].arguments) == {"city": "Paris", "days": 2}
-    usage = chunks[-1]
-    assert isinstance(usage, Usage)
-    assert usage.stop_reason == "tool_use"
-
-
-async def test_tool_call_without_arguments(server: FakeAnthropicServer, make_llm: MakeLLM) -> None:
-    server.push(fa.tool_calls(("get_time", {})))
-    chunks = await collect(make_llm(), ctx(user("time?")), tools=[get_time])
-    assert chunks[0] == ToolCallChunk("toolu_fake0001", "get_time", "{}")
-
-
 async def test_model_from_environment(
     server: FakeAnthropicServer, make_llm: MakeLLM, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -204,99 +176,7 @@ async def test_model_from_environment(
     assert "claude-from-env" in repr(llm)
 
 
-async def test_a_given_client_is_used_without_its_retries(server: FakeAnthropicServer) -> None:
-    client = anthropic.AsyncAnthropic(base_url=server.url, api_key="k", max_retries=7)
-    llm = AnthropicLLM(client=client, retry_base_delay=0.001)
-    assert llm.client.max_retries == 0
-    server.push(fa.error(529), "fine")
-    chunks = await collect(llm, ctx(user("hi")))
-    assert chunks[0] == TextDelta("fine")
-    assert len(server.requests) == 2
-    await llm.aclose()  # does not close a client it did not create
-    await client.close()
-    with pytest.raises(ValueError, match="either client"):
-        AnthropicLLM(client=client, api_key="k")
-
-
 # -- retries and errors ------------------------------------------------------------
-
-
-@pytest.mark.parametrize("first", [fa.error(529), fa.error(429), fa.error(500), fa.stream_error()])
-async def test_retries_then_succeeds(
-    server: FakeAnthropicServer,
-    make_llm: MakeLLM,
-    caplog: pytest.LogCaptureFixture,
-    first: fa.AnthropicResponse,
-) -> None:
-    server.push(first, fa.text("recovered"))
-    with caplog.at_level(logging.WARNING, logger="backline.llm.anthropic"):
-        chunks = await collect(make_llm(), ctx(user("hi")))
-    assert chunks[0] == TextDelta("recovered")
-    assert len(server.requests) == 2
-    assert server.requests[0].body == server.requests[1].body
-    assert "retrying in" in caplog.text
-    assert "attempt 2 of 4" in caplog.text
-
-
-async def test_backoff_doubles_up_to_the_cap(
-    server: FakeAnthropicServer, make_llm: MakeLLM, caplog: pytest.LogCaptureFixture
-) -> None:
-    server.push(*[fa.error(529)] * 4, "ok")
-    llm = make_llm(max_retries=4, retry_base_delay=0.01, retry_max_delay=0.03)
-    with caplog.at_level(logging.WARNING, logger="backline.llm.anthropic"):
-        await collect(llm, ctx(user("hi")))
-    delays = [r.getMessage().split("retrying in ")[1].split("s ")[0] for r in caplog.records]
-    assert delays == ["0.01", "0.02", "0.03", "0.03"]
-
-
-async def test_retry_after_is_honoured_up_to_the_cap(
-    server: FakeAnthropicServer, make_llm: MakeLLM, caplog: pytest.LogCaptureFixture
-) -> None:
-    server.push(fa.error(429, headers={"retry-after": "0.05"}), "ok")
-    with caplog.at_level(logging.WARNING, logger="backline.llm.anthropic"):
-        await collect(make_llm(retry_max_delay=1.0), ctx(user("hi")))
-    assert "retrying in 0.05s" in caplog.text
-
-
-async def test_retries_exhausted(server: FakeAnthropicServer, make_llm: MakeLLM) -> None:
-    server.push(*[fa.error(529)] * 3)
-    with pytest.raises(LLMError) as info:
-        await collect(make_llm(max_retries=2), ctx(user("hi")))
-    assert info.value.retryable
-    assert info.value.status == 529
-    assert "overloaded_error" in str(info.value)
-    assert "gave up after 3 attempts" in str(info.value)
-    assert len(server.requests) == 3
-
-
-async def test_no_retry_once_output_started(server: FakeAnthropicServer, make_llm: MakeLLM) -> None:
-    server.push(fa.stream_error("overloaded_error", text="partial reply"), "never")
-    got: list[ChatChunk] = []
-
-    async def consume() -> None:
-        async with make_llm().chat(ctx(user("hi"))) as stream:
-            async for chunk in stream:
-                got.append(chunk)
-
-    with pytest.raises(LLMError) as info:
-        await consume()
-    assert got == [TextDelta("partial "), TextDelta("reply")]
-    assert info.value.retryable
-    assert info.value.status == 529
-    assert "cut off" in str(info.value)
-    assert len(server.requests) == 1
-
-
-async def test_401_says_the_api_key_is_missing_or_wrong(
-    server: FakeAnthropicServer, make_llm: MakeLLM
-) -> None:
-    server.push(fa.error(401))
-    with pytest.raises(LLMError) as info:
-        await collect(make_llm(), ctx(user("hi")))
-    assert "ANTHROPIC_API_KEY is missing or wrong" in str(info.value)
-    assert info.value.status == 401
-    assert not info.value.retryable
-    assert len(server.requests) == 1
 
 
 async def test_no_api_key_at_all(
@@ -318,90 +198,6 @@ async def test_no_api_key_at_all(
         await collect(llm, ctx(user("hi")))
     assert server.requests == []
     await llm.aclose()
-
-
-@pytest.mark.parametrize(
-    ("status", "kind"), [(400, "invalid_request_error"), (404, "not_found_error")]
-)
-async def test_model_errors_hint_at_backline_model(
-    server: FakeAnthropicServer, make_llm: MakeLLM, status: int, kind: str
-) -> None:
-    server.push(fa.error(status, kind, "model: claude-nope"))
-    with pytest.raises(LLMError) as info:
-        await collect(make_llm(model="claude-nope"), ctx(user("hi")))
-    message = str(info.value)
-    assert "model: claude-nope" in message  # the API's message
-    assert "BACKLINE_MODEL" in message
-    assert "'claude-nope'" in message
-    assert info.value.status == status
-    assert not info.value.retryable
-    assert len(server.requests) == 1
-
-
-async def test_other_400_keeps_the_api_message(
-    server: FakeAnthropicServer, make_llm: MakeLLM
-) -> None:
-    server.push(fa.error(400, message="max_tokens: too large"))
-    with pytest.raises(LLMError) as info:
-        await collect(make_llm(), ctx(user("hi")))
-    assert "max_tokens: too large" in str(info.value)
-    assert "BACKLINE_MODEL" not in str(info.value)
-
-
-async def test_exhausted_script_is_not_retried(
-    server: FakeAnthropicServer, make_llm: MakeLLM
-) -> None:
-    with pytest.raises(LLMError, match="no response scripted"):
-        await collect(make_llm(), ctx(user("hi")))
-    assert len(server.requests) == 1  # x-should-retry: false
-
-
-async def test_unreachable_server_is_retried_then_reported() -> None:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port = sock.getsockname()[1]
-    llm = AnthropicLLM(
-        base_url=f"http://127.0.0.1:{port}", api_key="k", max_retries=1, retry_base_delay=0.001
-    )
-    with pytest.raises(LLMError) as info:
-        await collect(llm, ctx(user("hi")))
-    assert info.value.retryable
-    assert "Could not reach the Anthropic API" in str(info.value)
-    assert "gave up after 2 attempts" in str(info.value)
-    await llm.aclose()
-
-
-# -- cancellation ------------------------------------------------------------------
-
-
-async def test_cancelling_the_consumer_closes_the_connection(
-    server: FakeAnthropicServer, make_llm: MakeLLM
-) -> None:
-    server.push(fa.text("one two three four", chunk_delay=30.0))
-    first = asyncio.Event()
-
-    async def consume() -> None:
-        async for chunk in make_llm().chat(ctx(user("hi"))):
-            if isinstance(chunk, TextDelta):
-                first.set()
-
-    task = asyncio.create_task(consume())
-    await asyncio.wait_for(first.wait(), timeout=10)
-    task.cancel()
-    with pytest.raises(asyncio.CancelledError):
-        await task
-    request = await server.wait_for_disconnect_async(timeout=10)
-    assert request is server.requests[0]
-    assert request.disconnected
-
-
-async def test_aclose_closes_the_connection(server: FakeAnthropicServer, make_llm: MakeLLM) -> None:
-    server.push(fa.text("one two three four", chunk_delay=30.0))
-    stream = make_llm().chat(ctx(user("hi")))
-    assert await anext(stream) == TextDelta("one ")
-    await stream.aclose()
-    assert (await server.wait_for_disconnect_async(timeout=10)).disconnected
-    assert [c async for c in stream] == []
 
 
 # -- context conversion ------------------------------------------------------------
@@ -609,25 +405,6 @@ async def test_tools_and_tool_choice(server: FakeAnthropicServer, make_llm: Make
         assert body["tool_choice"] == expected
     body = await sent(server, make_llm, chat_ctx, tool_choice="none")  # no tools: omitted
     assert "tool_choice" not in body
-
-
-@pytest.mark.parametrize(
-    ("tools", "choice", "problem"),
-    [
-        ([get_weather], named_tool("nope"), "not among the tools"),
-        ([], "required", "needs tools"),
-    ],
-)
-async def test_bad_tool_choice_fails_before_any_request(
-    server: FakeAnthropicServer,
-    make_llm: MakeLLM,
-    tools: list[FunctionTool],
-    choice: Any,
-    problem: str,
-) -> None:
-    with pytest.raises(LLMError, match=problem):
-        await collect(make_llm(), ctx(user("hi")), tools=tools, tool_choice=choice)
-    assert server.requests == []
 
 
 def test_importing_backline_does_not_import_anthropic() -> None:

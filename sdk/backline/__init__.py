@@ -2,7 +2,8 @@
 
 The public API is re-exported here: the runtime (``Session``, ``Agent``,
 ``AgentTask``, ``SpeechHandle``, ``RunContext``, events), the model-facing types
-(``ChatContext``, ``function_tool``, ``ToolError`` ...), and background sessions.
+(``ChatContext``, ``function_tool``, ``ToolError`` ...), background sessions, and
+``get_key`` (an API key: the environment variable, else the stored key).
 """
 
 from typing import TYPE_CHECKING, Any
@@ -16,6 +17,7 @@ from .background import (
     UpdatePromptArgs,
     background,
 )
+from .keys import KeyStoreError, get_key
 from .limits import Limits
 from .llm import (
     LLM,
@@ -51,6 +53,7 @@ from .voice import (
     ErrorEvent,
     FunctionToolsExecuted,
     InMemoryTextOutput,
+    LLMMetrics,
     PlayoutResult,
     RunContext,
     RunResult,
@@ -108,7 +111,9 @@ __all__ = [
     "FunctionToolsExecuted",
     "HandlingOptions",
     "InMemoryTextOutput",
+    "KeyStoreError",
     "LLMError",
+    "LLMMetrics",
     "LLMStream",
     "LLMTimeoutError",
     "Limits",
@@ -132,6 +137,7 @@ __all__ = [
     "__version__",
     "background",
     "function_tool",
+    "get_key",
     "hookimpl",
     "named_tool",
 ]

@@ -1,6 +1,6 @@
 """The ``backline`` command (click).
 
-Built-in commands: ``plugins``, ``install``, ``uninstall``, ``new-plugin``.
+Built-in commands: ``plugins``, ``install``, ``uninstall``, ``new-plugin``, ``keys``, ``logs``.
 Plugins add more through the ``register_commands(cli)`` hook; they are loaded
 only when a command is not a built-in one, or for ``--help``, and a plugin that
 fails is reported, never fatal (unless ``BACKLINE_STRICT_PLUGINS=1``).
@@ -26,6 +26,10 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import click
 
 from . import __version__
+from ._keys_command import keys_group
+from ._logs_command import logs_group
+from .keys import KeyStoreError, get_key
+from .llm.llm import LLMError
 from .plugins import PluginError, PluginManager, UnknownNameError
 
 if TYPE_CHECKING:
@@ -120,6 +124,8 @@ class SessionOptions:
     change files, so the user chooses); ``llm``:
     an LLM name from ``register_llms`` and ``model`` its model; the agent is
     ``Agent(instructions)`` or, with ``agent`` (``module:Class``), that class.
+    ``log``: write the conversation to the conversation log (``--no-log`` turns it
+    off; so does ``BACKLINE_LOG=0``).
     """
 
     backgrounds: tuple[str, ...] = ()
@@ -128,6 +134,7 @@ class SessionOptions:
     instructions: str | None = None
     agent: str | None = None
     log_file: str | None = None
+    log: bool = True
 
 
 def session_options(command: F) -> F:
@@ -146,6 +153,7 @@ def session_options(command: F) -> F:
         instructions: str | None,
         agent: str | None,
         log_file: str | None,
+        no_log: bool,
         **kwargs: Any,
     ) -> Any:
         options = SessionOptions(
@@ -155,6 +163,7 @@ def session_options(command: F) -> F:
             instructions=instructions,
             agent=agent,
             log_file=log_file,
+            log=not no_log,
         )
         return command(*args, session_options=options, **kwargs)
 
@@ -188,6 +197,11 @@ def session_options(command: F) -> F:
             envvar="BACKLINE_LOG_FILE",
             help="Where error details go (default: ~/.local/state/backline/backline.log).",
         ),
+        click.option(
+            "--no-log",
+            is_flag=True,
+            help="Do not write this conversation to the conversation log (`backline logs`).",
+        ),
     ]
     result: Callable[..., Any] = wrapper
     for decorate in reversed(decorators):
@@ -213,12 +227,33 @@ def build_session(
         llm = manager.llm(options.llm, **llm_options)
     except UnknownNameError as e:
         raise click.BadParameter(str(e), param_hint="'--llm'") from None
+    except (LLMError, KeyStoreError) as e:  # the factory says what is missing (a key, a model)
+        raise click.ClickException(str(e)) from None
     agent = _make_agent(options, backgrounds)
     manager.activate()
     session: Session[Any] = Session(
         llm, tools=manager.tools(), background=backgrounds, **session_kwargs
     )
+    if options.log:
+        _attach_log(session, options, agent)
     return session, agent
+
+
+def _attach_log(session: Session[Any], options: SessionOptions, agent: Agent) -> None:
+    """Record the session in the conversation log, unless ``BACKLINE_LOG=0``."""
+    from .logs import attach_log, logging_enabled
+
+    if not logging_enabled():
+        return
+    ctx = click.get_current_context(silent=True)
+    front_end = ctx.command_path.partition(" ")[2] or ctx.command_path if ctx else None
+    attach_log(
+        session,
+        front_end=front_end,
+        llm=options.llm,
+        agent=agent.label,
+        backgrounds=session.background.sorted_ids() if session.background else (),
+    )
 
 
 def check_options(manager: PluginManager, options: SessionOptions) -> list[BackgroundDefinition]:
@@ -398,13 +433,18 @@ def new_plugin(name: str, directory: str) -> None:
 def preflight(options: SessionOptions, environ: Any = None) -> None:
     """Fail early, with what to do, when the chosen LLM cannot work."""
     env = os.environ if environ is None else environ
-    if options.llm == "anthropic" and not (
-        env.get("ANTHROPIC_API_KEY") or env.get("ANTHROPIC_AUTH_TOKEN")
-    ):
+    if options.llm != "anthropic" or env.get("ANTHROPIC_AUTH_TOKEN"):
+        return
+    try:
+        key = get_key("ANTHROPIC_API_KEY", env)
+    except KeyStoreError as e:
+        raise click.ClickException(str(e)) from None
+    if not key:
         raise click.ClickException(
             "ANTHROPIC_API_KEY is not set, so the voice agent cannot reach Claude. "
-            "Set it (export ANTHROPIC_API_KEY=sk-ant-...), or choose another LLM with "
-            "--llm (see `backline plugins --all`)."
+            "Set it (export ANTHROPIC_API_KEY=sk-ant-...) or store it with `backline keys "
+            "set ANTHROPIC_API_KEY`, or choose another LLM with --llm (see `backline "
+            "plugins --all`)."
         )
 
 
@@ -485,6 +525,8 @@ BUILTIN_COMMANDS: list[click.Command] = [
     console,
     web,
     _fake_anthropic_command(),
+    keys_group,
+    logs_group,
 ]
 """The built-in commands (``console`` and ``web`` join them here)."""
 

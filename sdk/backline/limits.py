@@ -103,6 +103,31 @@ class Limits:
     to close, after the backline session has closed (itself bounded); past it the close
     goes on and a warning is logged."""
 
+    # -- the conversation log (docs/logs.md) ------------------------------------------------
+    log_queue_size: int = 10_000
+    """Records waiting for the conversation log's writer thread. Past it a record is
+    dropped (counted in the session's ``dropped`` column, warned about once): the event
+    loop never waits for the disk."""
+
+    log_batch_size: int = 500
+    """Records the conversation log's writer commits in one transaction, at most."""
+
+    log_batch_interval: float = 0.05
+    """Seconds the conversation log's writer gathers records before a commit (a flush or
+    a close cuts it short): few wake-ups, few transactions. A killed process loses at
+    most this much."""
+
+    log_busy_timeout: float = 2.0
+    """Seconds a conversation-log write waits for another process's lock before the
+    batch is dropped (with a warning; later batches are tried again)."""
+
+    log_close_timeout: float = 2.0
+    """Seconds closing the conversation log (at exit) waits for its writer to finish."""
+
+    log_text_chars: int = 20_000
+    """Characters of one text (a turn, a tool's arguments or output, a background
+    message) kept in the conversation log; the rest is cut with a visible marker."""
+
     def __post_init__(self) -> None:
         for f in fields(self):
             value = getattr(self, f.name)

@@ -8,6 +8,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from backline.keys import get_key
+
+KEY_ENV = "ANTHROPIC_API_KEY"
 READ_WRITE_TOOLS: tuple[str, ...] = ("Read", "Write", "Edit", "Glob", "Grep")
 SEND_TO_USER = "mcp__voice__send_to_user"
 PERMISSION_MODES = ("default", "acceptEdits", "plan")
@@ -165,6 +168,10 @@ class ClaudeCodeConfig:
         for name, key in (("turn_timeout", ENV_TURN_TIMEOUT), ("retry_timeout", ENV_RETRY_TIMEOUT)):
             if env.get(key):
                 values[name] = _seconds(key, env[key])
+        if not env.get(KEY_ENV):
+            stored = get_key(KEY_ENV, env)  # a stored key reaches the CLI through its env
+            if stored:
+                values["env"] = {KEY_ENV: stored}
         values.update({k: v for k, v in overrides.items() if v is not None})
         return cls(**values)  # type: ignore[arg-type]
 
@@ -172,7 +179,7 @@ class ClaudeCodeConfig:
 def missing_credentials_message(environ: Mapping[str, str] | None = None) -> str | None:
     """A clear message if Claude Code has no obvious way to authenticate, else None."""
     env = os.environ if environ is None else environ
-    if env.get("ANTHROPIC_API_KEY") or env.get("ANTHROPIC_AUTH_TOKEN"):
+    if get_key(KEY_ENV, env) or env.get("ANTHROPIC_AUTH_TOKEN"):
         return None
     if env.get("CLAUDE_CODE_OAUTH_TOKEN"):
         return None
@@ -181,5 +188,6 @@ def missing_credentials_message(environ: Mapping[str, str] | None = None) -> str
         return None
     return (
         "ANTHROPIC_API_KEY is not set, so Claude Code cannot reach the model. "
-        "Set it (export ANTHROPIC_API_KEY=sk-ant-...) or log in with the `claude` CLI."
+        "Set it (export ANTHROPIC_API_KEY=sk-ant-...), store it with `backline keys set "
+        "ANTHROPIC_API_KEY`, or log in with the `claude` CLI."
     )

@@ -101,8 +101,10 @@ class BackgroundRuntime:
         if self.closed:
             return
         note = f"Background session `{self.definition.id}` {what}."
+        # Marked as the background's (not the user's words), like its messages.
+        item = ChatMessage(role="user", content=note, extra={"background_id": self.definition.id})
         with contextlib.suppress(SchedulerClosed, RuntimeError):
-            await self.scheduler.insert_silent([ChatMessage(role="user", content=note)])
+            await self.scheduler.insert_silent([item])
 
     def _set_status(self, status: Any, *, error: str | None = None) -> None:
         self.status = status

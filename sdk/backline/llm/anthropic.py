@@ -11,15 +11,18 @@ import json
 import logging
 import os
 import time
-from collections.abc import AsyncGenerator, Awaitable, Sequence
+from collections.abc import AsyncGenerator, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 import anthropic
 import httpx2
 
+from ..keys import get_key
 from ..limits import DEFAULT_LIMITS
 from ._anthropic_convert import convert_context, convert_tool_choice, convert_tools
+from ._deadlines import DeadlinePassed as _DeadlinePassed
+from ._deadlines import Deadlines as _Deadlines
 from .chat_context import ChatContext
 from .llm import ChatChunk, LLMError, LLMStream, LLMTimeoutError, TextDelta, ToolCallChunk, Usage
 from .tools import FunctionTool, ToolChoice
@@ -37,6 +40,8 @@ _T = TypeVar("_T")
 DEFAULT_MODEL = "claude-haiku-5-5"
 #: The environment variable that chooses the model.
 MODEL_ENV = "BACKLINE_MODEL"
+#: The key's name: the environment variable, or the stored key (``backline keys``).
+KEY_ENV = "ANTHROPIC_API_KEY"
 
 _STATUS_OF_ERROR_TYPE = {
     "invalid_request_error": 400,
@@ -70,55 +75,13 @@ _RequestFailure = (
 _UNREADABLE = (ValueError, TypeError, KeyError, AttributeError)  # JSONDecodeError is a ValueError
 
 
-class _DeadlinePassed(Exception):
-    """A request's first-token or response deadline passed."""
-
-    def __init__(self, which: str, seconds: float) -> None:
-        super().__init__(which)
-        self.which = which
-        self.seconds = seconds
-
-
-class _Deadlines:
-    """The two deadlines of one request, on the loop's clock, from its first iteration."""
-
-    __slots__ = ("first_token", "first_token_timeout", "response", "response_timeout")
-
-    def __init__(self, first_token_timeout: float | None, response_timeout: float | None) -> None:
-        now = asyncio.get_running_loop().time()
-        self.first_token_timeout = first_token_timeout
-        self.response_timeout = response_timeout
-        self.first_token = None if first_token_timeout is None else now + first_token_timeout
-        self.response = None if response_timeout is None else now + response_timeout
-
-    def current(self, output_started: bool) -> tuple[float | None, str, float]:
-        """The deadline in force: when, which, and its length in seconds."""
-        first, end = self.first_token, self.response
-        if first is None or output_started or (end is not None and end <= first):
-            return end, "response_timeout", self.response_timeout or 0.0
-        return first, "first_token_timeout", self.first_token_timeout or 0.0
-
-    async def within(self, aw: Awaitable[_T], output_started: bool) -> _T:
-        """Await ``aw``, but no longer than the deadline in force."""
-        when, which, seconds = self.current(output_started)
-        if when is None:
-            return await aw
-        timeout = asyncio.timeout_at(when)
-        try:
-            async with timeout:
-                return await aw
-        except TimeoutError:
-            if timeout.expired():
-                raise _DeadlinePassed(which, seconds) from None
-            raise
-
-
 class AnthropicLLM:
     """Claude through Anthropic's streaming Messages API.
 
     ``model`` defaults to ``$BACKLINE_MODEL``, else ``DEFAULT_MODEL``. The client
     is ``anthropic.AsyncAnthropic(api_key=..., base_url=...)`` (``None`` reads
-    ``ANTHROPIC_API_KEY`` / ``ANTHROPIC_BASE_URL``), or ``client`` if given (used
+    ``ANTHROPIC_API_KEY`` — the variable, else the stored key, see ``backline.keys`` —
+    and ``ANTHROPIC_BASE_URL``), or ``client`` if given (used
     with its own retries turned off). Failures with 429, 5xx and 529 are retried
     up to ``max_retries`` times with exponential backoff (``retry_base_delay``
     doubling, capped at ``retry_max_delay``; a longer ``retry-after`` is honoured
@@ -168,7 +131,7 @@ class AnthropicLLM:
         self._retry_max_delay = retry_max_delay
         if client is None:
             self._client = anthropic.AsyncAnthropic(
-                api_key=api_key,
+                api_key=api_key if api_key is not None else get_key(KEY_ENV),
                 base_url=base_url,
                 max_retries=0,
                 timeout=timeout if timeout is not None else anthropic.NOT_GIVEN,
@@ -249,7 +212,8 @@ class AnthropicLLM:
                 raise
             raise LLMError(
                 "No Anthropic API key: ANTHROPIC_API_KEY is missing. Set it in the "
-                "environment or pass AnthropicLLM(api_key=...).",
+                "environment, store it with `backline keys set ANTHROPIC_API_KEY`, or pass "
+                "AnthropicLLM(api_key=...).",
                 status=401,
             ) from None
         except anthropic.CredentialsError as e:
@@ -371,7 +335,8 @@ class AnthropicLLM:
         if status == 401:
             message = (
                 f"{label}: the API key was rejected — ANTHROPIC_API_KEY is missing or wrong "
-                f"(set it, or pass AnthropicLLM(api_key=...)). The API said: {api_message}"
+                "(set it, store it with `backline keys set ANTHROPIC_API_KEY`, or pass "
+                f"AnthropicLLM(api_key=...)). The API said: {api_message}"
             )
         elif status == 403:
             message += " (the API key may not have access to this model or feature)"

@@ -45,6 +45,7 @@ RESERVED_OPTIONS = frozenset(
         "-m",
         "--instructions",
         "--agent",
+        "--no-log",
         "--log-file",
         "--help",
     }

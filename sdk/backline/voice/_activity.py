@@ -9,12 +9,13 @@ import logging
 import time
 from collections.abc import Callable, Coroutine
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 from ..llm.chat_context import ChatItem, ChatMessage, FunctionCall, FunctionCallOutput
 from ..llm.llm import LLM, TextDelta, ToolCallChunk, Usage
 from ..llm.tools import FunctionTool, NamedToolChoice, ToolChoice
 from ._context import current_call, current_on_enter
+from ._metrics import llm_metrics
 from ._tasks import Signal, TaskScope, cancel_and_wait, first_completed
 from ._tool_runner import CANCELLED_OUTPUT, CallState, ToolOutcome
 from .agent import Agent, AgentTask
@@ -477,10 +478,17 @@ class AgentActivity:
         session = self.session
         output = session.output
         runner = session._tool_runner
-        stream = self.llm.chat(ctx, tools=tool_list, tool_choice=choice)
+        llm = self.llm
+        clock = asyncio.get_running_loop().time
+        started = clock()
+        first: float | None = None
+        status: Literal["completed", "cancelled", "failed"] = "failed"
+        stream = llm.chat(ctx, tools=tool_list, tool_choice=choice)
         try:
             async with stream:
                 async for chunk in stream:
+                    if first is None and not isinstance(chunk, Usage):
+                        first = clock()
                     if isinstance(chunk, TextDelta):
                         if not chunk.text:
                             continue
@@ -503,9 +511,25 @@ class AgentActivity:
                         step.calls.append(runner.start(self, speech, call, tools))
                     elif isinstance(chunk, Usage):
                         step.usage = chunk
+            status = "completed"
+        except asyncio.CancelledError:
+            status = "cancelled"
+            raise
         finally:
             if step.text_at is not None:
                 output.flush()
+            if session._wants("llm_metrics"):
+                session.emit(
+                    llm_metrics(
+                        llm,
+                        speech.id,
+                        started=started,
+                        first=first,
+                        ended=clock(),
+                        usage=step.usage,
+                        status=status,
+                    )
+                )
 
     async def _say_inline(self, speech: SpeechHandle, text: str) -> None:
         await self.say_work(speech, text, True)

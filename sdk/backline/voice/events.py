@@ -141,6 +141,30 @@ class BackgroundStatus:
     type: Literal["background_status"] = "background_status"
 
 
+@dataclass(frozen=True)
+class LLMMetrics:
+    """One LLM request of a reply ended: its latency and speed, measured by the runtime.
+
+    Emitted for every LLM (whatever its adapter reports). Times are seconds on the
+    event loop's clock from the ``chat()`` call. ``ttft``: to the first text or tool
+    call (``None`` if none came); ``duration``: to the end of the stream;
+    ``tokens_per_second``: output tokens over the time after the first token
+    (``None`` when the LLM reported no usage). ``status`` is ``completed``,
+    ``cancelled`` (interrupted) or ``failed`` (the model raised).
+    """
+
+    speech_id: str
+    llm: str
+    model: str | None
+    ttft: float | None
+    duration: float
+    input_tokens: int | None
+    output_tokens: int | None
+    tokens_per_second: float | None
+    status: Literal["completed", "cancelled", "failed"]
+    type: Literal["llm_metrics"] = "llm_metrics"
+
+
 Event: TypeAlias = (
     AgentStateChanged
     | UserStateChanged
@@ -156,6 +180,7 @@ Event: TypeAlias = (
     | BackgroundReply
     | BackgroundState
     | BackgroundStatus
+    | LLMMetrics
 )
 
 EventName: TypeAlias = Literal[
@@ -173,6 +198,7 @@ EventName: TypeAlias = Literal[
     "background_reply",
     "background_state",
     "background_status",
+    "llm_metrics",
 ]
 
 EVENT_NAMES: frozenset[str] = frozenset(EventName.__args__)  # type: ignore[attr-defined]

@@ -1,0 +1,288 @@
+"""``SessionRecorder``: turns a session's events into conversation-log records.
+
+It only listens (``session.on``) and queues records: it never changes the session,
+never blocks the event loop, and a listener that fails is logged by the emitter.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+import uuid
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any
+
+from ..limits import truncate_text
+from ..llm.chat_context import AgentHandoff, ChatMessage, FunctionCall, FunctionCallOutput
+from ..voice._metrics import llm_label
+from ..voice.events import ErrorEvent
+from . import _schema
+from ._store import ConversationLog
+
+if TYPE_CHECKING:
+    from ..voice.events import Event, EventName
+    from ..voice.session import Session
+
+_EVENTS: tuple[EventName, ...] = (
+    "conversation_item_added",
+    "agent_state_changed",
+    "user_state_changed",
+    "background_message",
+    "background_reply",
+    "background_state",
+    "background_status",
+    "llm_metrics",
+    "error",
+    "close",
+)
+
+
+class ConversationLogError(Exception):
+    """The conversation log could not be used (reported once per session as an ``error``
+    event with ``source="log"``; the conversation goes on)."""
+
+
+class SessionRecorder:
+    """Writes one session's conversation to a ``ConversationLog``.
+
+    ``meta``: what the session row says (``front_end``, ``llm``, ``model``, ``agent``,
+    ``backgrounds``). A row is opened at the first event (a session built but never
+    started leaves none) and closed at the ``close`` event; a restarted session gets a
+    new row. ``session_id`` is the current row's id.
+    """
+
+    def __init__(self, session: Session[Any], log: ConversationLog, **meta: Any) -> None:
+        self._session = session
+        self._log = log
+        self._meta = meta
+        self._limit = log.limits.log_text_chars
+        self.session_id: str | None = None
+        self._dropped = 0
+        self._reported = False
+        self._handlers: dict[str, Callable[[Any], None]] = {
+            "ConversationItemAdded": self._item,
+            "AgentStateChanged": self._agent_state,
+            "UserStateChanged": self._user_state,
+            "BackgroundMessage": self._background_message,
+            "BackgroundReply": self._background_reply,
+            "BackgroundState": self._background_state,
+            "BackgroundStatus": self._background_status,
+            "LLMMetrics": self._llm_metrics,
+            "ErrorEvent": self._error,
+            "CloseEvent": self._close,
+        }
+        for name in _EVENTS:
+            session.on(name, self._on_event)
+
+    def detach(self) -> None:
+        """Stop recording (the current row stays open)."""
+        for name in _EVENTS:
+            self._session.off(name, self._on_event)
+
+    # -- plumbing -----------------------------------------------------------------------
+    def _on_event(self, event: Event) -> None:
+        if not self._log.available:
+            if self._log.error is not None and not self._reported:
+                # Said once, where the front end shows errors (a terminal UI may own
+                # stderr); the conversation itself goes on.
+                self._reported = True
+                error = ConversationLogError(self._log.error)
+                self._session.emit(ErrorEvent(error=error, recoverable=True, source="log"))
+            return
+        if self.session_id is None:
+            self._open_row()
+        self._handlers[type(event).__name__](event)
+
+    def _put(self, statement: str, *params: Any) -> None:
+        if not self._log.submit((statement, params)):
+            self._dropped += 1
+
+    def _text(self, text: str, what: str) -> str:
+        return truncate_text(text, self._limit, what)[0]
+
+    def _open_row(self) -> None:
+        from .. import __version__
+
+        self.session_id = sid = uuid.uuid4().hex[:12]
+        meta = self._meta
+        llm_name, model = llm_label(self._session.llm)
+        self._put(
+            _schema.INSERT_SESSION,
+            sid,
+            time.time(),
+            meta.get("front_end"),
+            meta.get("llm") or llm_name,
+            model or meta.get("model"),
+            meta.get("agent") or self._agent_label(),
+            os.getcwd(),
+            __version__,
+        )
+        backgrounds: Sequence[str] = meta.get("backgrounds") or (
+            self._session.background.sorted_ids() if self._session.background else ()
+        )
+        for name in backgrounds:
+            self._put(_schema.INSERT_SESSION_BACKGROUND, sid, name)
+
+    def _agent_label(self) -> str | None:
+        try:
+            return self._session.current_agent.label
+        except RuntimeError:
+            return None
+
+    # -- events -------------------------------------------------------------------------
+    def _item(self, event: Any) -> None:
+        item, sid = event.item, self.session_id
+        if isinstance(item, ChatMessage):
+            if item.role == "user" and "background_id" not in item.extra:
+                self._put(
+                    _schema.INSERT_TURN,
+                    sid,
+                    item.created_at,
+                    "user",
+                    None,
+                    self._text(item.content, "a turn"),
+                    0,
+                    item.id,
+                )
+            elif item.role == "assistant":
+                self._put(
+                    _schema.INSERT_TURN,
+                    sid,
+                    item.created_at,
+                    "agent",
+                    self._agent_label(),
+                    self._text(item.content, "a turn"),
+                    int(item.interrupted),
+                    item.id,
+                )
+        elif isinstance(item, FunctionCall):
+            self._put(
+                _schema.INSERT_TOOL_CALL,
+                sid,
+                item.created_at,
+                item.call_id,
+                item.name,
+                self._text(item.arguments, "tool arguments"),
+            )
+        elif isinstance(item, FunctionCallOutput):
+            self._put(
+                _schema.INSERT_TOOL_OUTPUT,
+                sid,
+                item.created_at,
+                item.call_id,
+                item.name,
+                self._text(item.output, "a tool output"),
+                int(item.is_error),
+            )
+        elif isinstance(item, AgentHandoff):
+            self._put(
+                _schema.INSERT_STATE,
+                sid,
+                item.created_at,
+                "handoff",
+                None,
+                item.old_agent,
+                item.new_agent,
+                None,
+            )
+
+    def _agent_state(self, event: Any) -> None:
+        self._put(
+            _schema.INSERT_STATE,
+            self.session_id,
+            time.time(),
+            "agent",
+            None,
+            event.old,
+            event.new,
+            None,
+        )
+
+    def _user_state(self, event: Any) -> None:
+        self._put(
+            _schema.INSERT_STATE,
+            self.session_id,
+            time.time(),
+            "user",
+            None,
+            event.old,
+            event.new,
+            None,
+        )
+
+    def _background_message(self, event: Any) -> None:
+        self._put(
+            _schema.INSERT_BACKGROUND_MESSAGE,
+            self.session_id,
+            time.time(),
+            event.background_id,
+            event.message_id,
+            self._text(event.content, "a background message"),
+            int(event.silent),
+        )
+
+    def _background_reply(self, event: Any) -> None:
+        now = time.time()
+        for message_id in event.message_ids:
+            self._put(
+                _schema.UPDATE_BACKGROUND_STATUS, event.status, now, self.session_id, message_id
+            )
+
+    def _background_state(self, event: Any) -> None:
+        state = self._text(json.dumps(event.state, sort_keys=True), "a background state")
+        self._put(
+            _schema.INSERT_STATE,
+            self.session_id,
+            time.time(),
+            "background_state",
+            event.background_id,
+            None,
+            state,
+            None,
+        )
+
+    def _background_status(self, event: Any) -> None:
+        self._put(
+            _schema.INSERT_STATE,
+            self.session_id,
+            time.time(),
+            "background_status",
+            event.background_id,
+            None,
+            event.status,
+            event.error,
+        )
+
+    def _llm_metrics(self, m: Any) -> None:
+        self._put(
+            _schema.INSERT_LLM_REQUEST,
+            self.session_id,
+            time.time(),
+            m.speech_id,
+            m.llm,
+            m.model,
+            m.ttft,
+            m.duration,
+            m.input_tokens,
+            m.output_tokens,
+            m.tokens_per_second,
+            m.status,
+        )
+
+    def _error(self, event: Any) -> None:
+        error = event.error
+        message = self._text(f"{type(error).__name__}: {error}", "an error")
+        self._put(
+            _schema.INSERT_ERROR,
+            self.session_id,
+            time.time(),
+            event.source,
+            message,
+            int(event.recoverable),
+        )
+
+    def _close(self, event: Any) -> None:
+        self._put(_schema.END_SESSION, time.time(), event.reason, self._dropped, self.session_id)
+        self.session_id = None  # a restart opens a new row
+        self._dropped = 0

@@ -1,0 +1,44 @@
+"""LLM metrics: the ``llm_metrics`` event of one model request, built from its timings."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from ..llm.llm import LLM, Usage
+from .events import LLMMetrics
+
+
+def llm_label(llm: LLM) -> tuple[str, str | None]:
+    """The LLM's class name and its model (its ``model`` attribute, when it has one)."""
+    model = getattr(llm, "model", None)
+    return type(llm).__name__, model if isinstance(model, str) else None
+
+
+def llm_metrics(
+    llm: LLM,
+    speech_id: str,
+    *,
+    started: float,
+    first: float | None,
+    ended: float,
+    usage: Usage | None,
+    status: Literal["completed", "cancelled", "failed"],
+) -> LLMMetrics:
+    """The event for a request sent at ``started``, first output at ``first``, ended at
+    ``ended`` (event-loop seconds)."""
+    name, model = llm_label(llm)
+    ttft = None if first is None else first - started
+    tokens_per_second = None
+    if usage is not None and first is not None and usage.output_tokens > 0 and ended > first:
+        tokens_per_second = usage.output_tokens / (ended - first)
+    return LLMMetrics(
+        speech_id=speech_id,
+        llm=name,
+        model=model,
+        ttft=ttft,
+        duration=ended - started,
+        input_tokens=None if usage is None else usage.input_tokens,
+        output_tokens=None if usage is None else usage.output_tokens,
+        tokens_per_second=tokens_per_second,
+        status=status,
+    )
