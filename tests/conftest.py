@@ -1,7 +1,8 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable
+import os
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
@@ -28,6 +29,19 @@ class Recorder:
     @property
     def user_states(self) -> list[str]:
         return [e.new for e in self.of("user_state_changed")]
+
+
+@pytest.fixture(autouse=True, scope="session")
+def private_runtime_dir(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    """Front ends started by tests announce their MCP endpoint here, never in the
+    user's runtime directory (``backline.mcp``)."""
+    saved = os.environ.get("BACKLINE_RUNTIME_DIR")
+    os.environ["BACKLINE_RUNTIME_DIR"] = str(tmp_path_factory.mktemp("backline-runtime"))
+    yield
+    if saved is None:
+        os.environ.pop("BACKLINE_RUNTIME_DIR", None)
+    else:
+        os.environ["BACKLINE_RUNTIME_DIR"] = saved
 
 
 @pytest.fixture

@@ -12,6 +12,7 @@ from the options ``session_options`` adds, so every front end takes the same
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import importlib
 import json
@@ -365,8 +366,14 @@ def run_console_command(
     session, agent = build_session(manager, options)
     names = ", ".join(session.background.sorted_ids()) if session.background else "none"
     banner = f"backline console (background sessions: {names}). /quit or Ctrl-D to leave."
+
+    async def main() -> None:
+        # The hook that serves the voice channel to MCP agents while the console runs.
+        async with hosting_voice_channel(session, "backline console"):
+            await run_console(session, agent, rich=False if plain else None, banner=banner)
+
     try:
-        asyncio.run(run_console(session, agent, rich=False if plain else None, banner=banner))
+        asyncio.run(main())
     except KeyboardInterrupt:  # pragma: no cover - a second Ctrl-C during close
         pass
 
@@ -378,6 +385,26 @@ def run_console_command(
 def console(ctx: click.Context, session_options: SessionOptions, plain: bool) -> None:
     """Talk to the voice agent in the terminal, in text, with live background state."""
     run_console_command(ctx, session_options, plain=plain)
+
+
+def hosting_voice_channel(
+    session: Session[Any] | None, front_end: str, *, say_when_ready: bool = False
+) -> contextlib.AbstractAsyncContextManager[Any]:
+    """While a front end runs, serve its background sessions' voice channel over MCP
+    (``backline.mcp``; announced for ``backline mcp serve``). A console whose session
+    has no background session serves nothing. ``mcp`` loads in the background; with
+    ``say_when_ready`` a line on stdout says when agents can connect."""
+    if session is not None and session.background is None:
+        return contextlib.nullcontext()
+    from .mcp import hosted_voice_channel
+
+    def ready(host: Any) -> None:
+        click.echo(
+            f"{front_end}: coding agents can talk to you over MCP ({host.url}/mcp/<background>); "
+            "`backline mcp config --background NAME` prints their configuration"
+        )
+
+    return hosted_voice_channel(announce=front_end, on_ready=ready if say_when_ready else None)
 
 
 def build_web_session(options: SessionOptions) -> tuple[Session[Any], Agent]:
@@ -394,6 +421,13 @@ def _web_command() -> click.Command:
 
 web = _web_command()
 
+
+def _mcp_command() -> click.Command:
+    from .mcp._command import mcp_command  # cheap: mcp loads when a subcommand runs
+
+    return mcp_command
+
+
 BUILTIN_COMMANDS: list[click.Command] = [
     plugins_command,
     install,
@@ -401,6 +435,7 @@ BUILTIN_COMMANDS: list[click.Command] = [
     new_plugin,
     console,
     web,
+    _mcp_command(),
 ]
 """The built-in commands (``console`` and ``web`` join them here)."""
 
