@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import asyncio
+import subprocess
+import sys
 from collections.abc import Awaitable, Callable
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -175,3 +178,41 @@ def test_plugin_manager_fixture_is_strict(plugin_manager: PluginManager) -> None
 
     with pytest.raises(PluginError, match="register_tools raised RuntimeError: broken"):
         plugin_manager.register(Broken(), name="broken")
+
+
+STRICT_MODE_TEST = """
+import asyncio
+
+import pytest
+
+from backline import Agent
+from backline.testing import text
+
+pytestmark = pytest.mark.asyncio
+
+
+async def test_fixtures_work_in_strict_mode(virtual_clock, make_session) -> None:
+    session = await make_session(agent=Agent("Be brief."))
+    session.llm.push(text("Hello."))
+    result = await session.run(user_input="hi")
+    assert result.final_output == "Hello."
+    await asyncio.sleep(60)
+    assert virtual_clock.elapsed >= 60
+"""
+
+
+def test_the_kit_fixtures_work_in_pytest_asyncio_strict_mode(tmp_path: Path) -> None:
+    (tmp_path / "test_strict.py").write_text(STRICT_MODE_TEST)
+    (tmp_path / "pytest.ini").write_text(
+        "[pytest]\nasyncio_mode = strict\nasyncio_default_fixture_loop_scope = function\n"
+    )
+    result = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "test_strict.py"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "1 passed" in result.stdout

@@ -6,8 +6,6 @@ import asyncio
 import contextlib
 from collections.abc import Iterator
 
-import looptime
-
 
 class VirtualClock:
     """The running loop's virtual time. ``now()`` is the loop time in seconds."""
@@ -34,6 +32,12 @@ def virtual_clock() -> Iterator[VirtualClock]:
     order with everything else. Use it with in-memory I/O only: real sockets
     and subprocesses keep real time and will see timeouts expire early.
     """
+    try:
+        import looptime  # test-only: installed with backline[test]
+    except ImportError:  # pragma: no cover - the test extra is missing
+        raise ImportError(
+            "virtual_clock needs the 'looptime' package: pip install 'backline[test]'"
+        ) from None
     loop = asyncio.get_running_loop()
     if not isinstance(loop, asyncio.BaseEventLoop):  # pragma: no cover - uvloop etc.
         raise RuntimeError("virtual_clock needs a standard asyncio event loop")

@@ -23,6 +23,11 @@ from typing import TYPE_CHECKING
 
 import pytest
 
+try:  # async fixtures that work in pytest-asyncio's strict mode as well as in auto mode
+    from pytest_asyncio import fixture as async_fixture
+except ImportError:  # pragma: no cover - pytest-asyncio is not installed
+    async_fixture = pytest.fixture  # type: ignore[assignment]
+
 if TYPE_CHECKING:
     from ..plugins import PluginManager
     from .clock import VirtualClock
@@ -46,7 +51,7 @@ def fake_anthropic() -> Iterator[FakeAnthropicServer]:
         yield server
 
 
-@pytest.fixture
+@async_fixture
 async def virtual_clock() -> AsyncIterator[VirtualClock]:
     from .clock import virtual_clock as _virtual_clock
 
@@ -54,7 +59,7 @@ async def virtual_clock() -> AsyncIterator[VirtualClock]:
         yield clock
 
 
-@pytest.fixture
+@async_fixture
 async def make_session() -> AsyncIterator[SessionFactory]:
     from .plugin_kit import SessionFactory
 
