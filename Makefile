@@ -25,6 +25,7 @@ lint: $(STAMP)
 	$(BIN)/ruff format --check .
 	$(BIN)/mypy --strict
 	$(BIN)/mypy --strict plugins/claude_code/backline_claude_code
+	$(BIN)/mypy --strict plugins/cli_agent/backline_cli_agent
 
 bench: $(STAMP)
 	@mkdir -p bench/results

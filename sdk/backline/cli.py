@@ -392,7 +392,7 @@ def hosting_voice_channel(
 ) -> contextlib.AbstractAsyncContextManager[Any]:
     """While a front end runs, serve its background sessions' voice channel over MCP
     (``backline.mcp``; announced for ``backline mcp serve``). A console whose session
-    has no background session serves nothing. ``mcp`` loads in the background; with
+    has no background session serves nothing. It starts in a task of its own; with
     ``say_when_ready`` a line on stdout says when agents can connect."""
     if session is not None and session.background is None:
         return contextlib.nullcontext()

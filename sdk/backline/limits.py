@@ -42,6 +42,15 @@ class Limits:
     """MCP sessions (agent connections) a front end's voice-channel endpoint keeps open at
     once; one more is refused (HTTP 503) until one ends or idles out."""
 
+    max_agent_output_lines: int = 200
+    """Lines of an agent CLI's output that ``cli_agent`` passes to the voice agent as
+    context notes in one run (each cut at ``max_mcp_message_chars``); one last note
+    counts the lines left out."""
+
+    max_agent_line_bytes: int = 8_000_000
+    """One line of an agent CLI's output as ``cli_agent`` reads it (a Claude Code
+    stream-json event can be large); a longer line ends the run, reported as an error."""
+
     mcp_call_timeout: float = 30.0
     """Seconds a mounted MCP server's tool call may go without finishing or reporting
     progress (``MCPServerStdio(timeout=...)`` sets it per server). Then the call is a

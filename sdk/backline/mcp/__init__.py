@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from ._channel import ChannelError, VoiceChannel
+from ._channel import ChannelError, VoiceChannel, limits_of
 from ._discovery import ENV_PORT, ENV_RUNTIME_DIR, ENV_TOKEN, ENV_URL
 from ._hosting import Endpoint, Hosting, hosted_voice_channel
 from ._registry import SessionRegistry
@@ -65,4 +65,5 @@ __all__ = [
     "build_channel_server",
     "channel_server",
     "hosted_voice_channel",
+    "limits_of",
 ]

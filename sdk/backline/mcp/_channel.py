@@ -59,7 +59,8 @@ class VoiceChannel:
     nothing is handed to an agent that is being stopped) and set ``on_status`` to
     receive ``set_status`` values instead of ``ctx.set_state`` (to merge them into
     its own state). ``listening`` says whether an agent waits for the user now, and
-    ``on_listening(listening)`` is called whenever that changes.
+    ``on_listening(listening)`` is called whenever that changes. ``spoken`` counts what
+    agents said to the user through it (``send_to_user``, ``ask_user``).
     """
 
     _channels: ClassVar[weakref.WeakKeyDictionary[BackgroundContext, VoiceChannel]] = (
@@ -70,6 +71,7 @@ class VoiceChannel:
         self.ctx = ctx
         self.on_status: Callable[[dict[str, Any]], None] | None = None
         self.on_listening: Callable[[bool], None] | None = None
+        self.spoken = 0
         self._listeners = 0
         self._held = False
         self._changed = Signal()
@@ -220,6 +222,8 @@ class VoiceChannel:
             await self.ctx.send(text, silent=silent)
         except RuntimeError:
             raise ChannelError(CLOSED) from None
+        if not silent:
+            self.spoken += 1
 
     def _take(self) -> list[str]:
         if self._held or self.ctx.closed:

@@ -3,8 +3,8 @@
 ``async with hosted_voice_channel() as hosting:`` is how a front end (and a
 background that runs agents, like ``cli_agent``) gets the endpoint. The first
 user on an event loop starts it; later users share it; the last one to leave
-stops it. It starts in the background (``mcp`` is imported in a thread), so a
-front end is not delayed; ``await hosting.endpoint(ctx)`` waits for it.
+stops it. It starts in a task of its own (importing ``mcp`` takes about a second
+of the event loop once per process); ``await hosting.endpoint(ctx)`` waits for it.
 Sessions that start while it runs are served (the ``session_started``
 observer); ``endpoint(ctx)`` adds the context's session in any case.
 """
@@ -74,7 +74,10 @@ class _Shared:
             self.registry.add(session)
 
     async def _start(self) -> ChannelHost:
-        module = await asyncio.to_thread(importlib.import_module, "backline.mcp._host")
+        # Imported here, on the event loop's thread: importing in another thread races
+        # with imports of the same packages elsewhere (claude-agent-sdk imports mcp too),
+        # and Python's import locks then fail one of them.
+        module = importlib.import_module("backline.mcp._host")
         token = os.environ.get(ENV_TOKEN) or None
         port = _port_from_env()
         host: ChannelHost = module.ChannelHost(
