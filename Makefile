@@ -5,7 +5,7 @@ BIN    := $(VENV)/bin
 PLUGIN_PROJECTS := $(wildcard plugins/*/pyproject.toml)
 STAMP  := $(VENV)/.installed
 
-.PHONY: demo test lint bench clean
+.PHONY: demo test lint bench dist clean
 
 $(STAMP): pyproject.toml $(PLUGIN_PROJECTS)
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -31,5 +31,12 @@ bench: $(STAMP)
 	@mkdir -p bench/results
 	@for f in bench/[!_]*.py; do [ -e "$$f" ] || continue; echo "== $$f"; $(BIN)/python "$$f" || exit 1; done
 
+# Wheels and sdists of the SDK and of every plugin, into dist/ (pip install dist/*.whl).
+dist: $(STAMP)
+	@rm -rf dist && mkdir -p dist
+	$(BIN)/python -m hatchling build -d $(CURDIR)/dist
+	@for p in $(dir $(PLUGIN_PROJECTS)); do (cd $$p && $(CURDIR)/$(BIN)/python -m hatchling build -d $(CURDIR)/dist) || exit 1; done
+	@ls dist
+
 clean:
-	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache
+	rm -rf $(VENV) dist .pytest_cache .mypy_cache .ruff_cache

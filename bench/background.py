@@ -12,6 +12,9 @@ the bench calls its context directly (``session.background.context("worker")``).
               items (each insert copies the agent's context, so size shows).
   state       ``ctx.set_state(value)``, then a user turn in which the model calls
               ``backline_state`` and answers: the round trip, and ``set_state`` alone.
+  large       ``ctx.set_state(value)`` with a huge value (``--large-items`` list items
+              and a 1 MB string): the time per call, and the size of what is stored
+              (and what the model and the page read), bounded by ``Limits``.
 
     python bench/background.py
     python bench/background.py --sends 2000 --inserts 20000 --history 5000
@@ -189,6 +192,37 @@ async def bench_state(rounds: int, warmup: int) -> dict[str, Any]:
     }
 
 
+async def bench_large_state(items: int, calls: int = 5) -> dict[str, Any]:
+    from backline.io._view import preview_state
+
+    value = {
+        "status": "indexing",
+        "log": "x" * 1_000_000,
+        "files": [f"f{i}.py" for i in range(items)],
+    }
+    times: list[float] = []
+    async with make_session(lambda _: TEXT_REPLY, with_background=True) as session:
+        await session.start(BenchAgent())
+        assert session.background is not None
+        ctx = session.background.context("worker")
+        for _ in range(calls):
+            t0 = time.perf_counter()
+            ctx.set_state(value)
+            times.append(time.perf_counter() - t0)
+        stored = json.dumps(ctx.state)
+        t0 = time.perf_counter()
+        page = json.dumps(preview_state(ctx.state, session.limits.max_page_state_chars))
+        preview_us = (time.perf_counter() - t0) * 1e6
+    return {
+        "items": items,
+        "input_json_chars": len(json.dumps(value)),
+        "set_state_us": round(sorted(times)[len(times) // 2] * 1e6, 1),
+        "stored_json_chars": len(stored),
+        "page_json_chars": len(page),
+        "page_preview_us": round(preview_us, 1),
+    }
+
+
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
     p.add_argument("--sends", type=int, default=500, help="spoken sends measured")
@@ -196,7 +230,10 @@ def main() -> None:
     p.add_argument("--history", type=int, default=1000, help="history size of the 'grown' run")
     p.add_argument("--rounds", type=int, default=500, help="set_state round trips measured")
     p.add_argument("--warmup", type=int, default=20, help="unmeasured iterations first")
-    p.add_argument("--profile", choices=["send", "silent", "state"], help="cProfile one part")
+    p.add_argument("--large-items", type=int, default=1_000_000, help="list items of 'large'")
+    p.add_argument(
+        "--profile", choices=["send", "silent", "state", "large"], help="cProfile one part"
+    )
     p.add_argument("--top", type=int, default=25, help="entries printed by --profile")
     args = p.parse_args()
 
@@ -204,6 +241,7 @@ def main() -> None:
         "send": lambda: bench_send(args.sends, args.warmup),
         "silent": lambda: bench_silent(args.inserts, args.history),
         "state": lambda: bench_state(args.rounds, args.warmup),
+        "large": lambda: bench_large_state(args.large_items),
     }
     if args.profile:
 
@@ -258,6 +296,21 @@ def main() -> None:
                 st["round_trip_p50_us"],
                 st["round_trip_p99_us"],
                 st["cpu_us_per_round_trip"],
+            ]
+        ],
+    )
+    lg = results["large"]
+    print_table(
+        "set_state with a huge value (stored cut at Limits.max_state_chars)",
+        ["items", "input chars", "set_state µs", "stored chars", "page chars", "preview µs"],
+        [
+            [
+                lg["items"],
+                lg["input_json_chars"],
+                lg["set_state_us"],
+                lg["stored_json_chars"],
+                lg["page_json_chars"],
+                lg["page_preview_us"],
             ]
         ],
     )

@@ -8,7 +8,6 @@ import logging
 import socket
 import subprocess
 import sys
-from collections.abc import AsyncIterator, Callable, Iterator
 from typing import Any
 
 import anthropic
@@ -37,8 +36,11 @@ from backline.llm._anthropic_convert import (
 from backline.llm.anthropic import DEFAULT_MODEL, AnthropicLLM
 from backline.testing import fake_anthropic as fa
 from backline.testing.fake_anthropic import FakeAnthropicServer
+from tests import anthropic_kit
+from tests.anthropic_kit import MakeLLM
 
-MakeLLM = Callable[..., AnthropicLLM]
+server = anthropic_kit.server  # the shared fixtures
+make_llm = anthropic_kit.make_llm
 
 
 @function_tool
@@ -56,29 +58,6 @@ def get_weather(city: str, days: int = 1) -> str:
 def get_time(zone: str) -> str:
     """Get the time in a zone."""
     return "noon"
-
-
-@pytest.fixture
-def server() -> Iterator[FakeAnthropicServer]:
-    with FakeAnthropicServer() as s:
-        yield s
-
-
-@pytest.fixture
-async def make_llm(server: FakeAnthropicServer) -> AsyncIterator[MakeLLM]:
-    made: list[AnthropicLLM] = []
-
-    def make(**kwargs: Any) -> AnthropicLLM:
-        kwargs.setdefault("base_url", server.url)
-        kwargs.setdefault("api_key", "test-key")
-        kwargs.setdefault("retry_base_delay", 0.001)
-        llm = AnthropicLLM(**kwargs)
-        made.append(llm)
-        return llm
-
-    yield make
-    for llm in made:
-        await llm.aclose()
 
 
 def ctx(*items: ChatMessage | FunctionCall | FunctionCallOutput | AgentHandoff) -> ChatContext:

@@ -344,7 +344,7 @@ async def test_invalid_state_is_rejected_and_changes_nothing(
     rec = Recorder(session)
     ctx = ctx_of(session, "codex")
     ctx.set_state({"ok": [1, {"nested": True}]})
-    with pytest.raises(ValueError, match="background state must be"):
+    with pytest.raises(ValueError, match=r"the state of background session 'codex'.*must be"):
         ctx.set_state(bad)
     assert ctx.state == {"ok": [1, {"nested": True}]}
     assert len(rec.of("background_state")) == 1

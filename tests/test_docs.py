@@ -40,7 +40,7 @@ DOCS = sorted(
         *(ROOT / "examples").glob("*/README.md"),
     ]
 )
-DEFAULT_TIMEOUT = 30.0
+DEFAULT_TIMEOUT = 120.0  # a bound against hangs, not a speed check (CI machines are busy)
 
 _FENCE = re.compile(r"^```python(?P<info>[^\n]*)\n(?P<code>.*?)^```[ \t]*$", re.S | re.M)
 _DIRECTIVE = re.compile(r"<!--\s*docs-test:\s*(?P<body>.*?)-->", re.S)
@@ -211,3 +211,36 @@ def test_every_fence_is_known() -> None:
             if info and info != ["no-run"]:
                 bad.append(f"{path.relative_to(ROOT)}: ```python {' '.join(info)}")
     assert not bad, bad
+
+
+README_FILES = [ROOT / "README.md", *sorted((ROOT / "plugins").glob("*/README.md"))]
+
+
+@pytest.mark.parametrize(
+    "readme", README_FILES, ids=[str(p.relative_to(ROOT)) for p in README_FILES]
+)
+def test_readme_links_work_outside_the_repository(readme: Path) -> None:
+    """A README is also shown on a package index: every link is absolute, and the ones
+    into this project name files that exist (the base is the pyproject's Source URL)."""
+    import tomllib
+
+    source = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["urls"]["Source"]
+    owner_repo = source.removeprefix("https://github.com/")
+    own = (
+        f"{source}/blob/main/",
+        f"{source}/tree/main/",
+        f"https://raw.githubusercontent.com/{owner_repo}/main/",
+    )
+    text = readme.read_text(encoding="utf-8")
+    text = re.sub(r"^```.*?^```", "", text, flags=re.S | re.M)  # code blocks are not links
+    for target in re.findall(r"\]\(([^)\s]+)\)", text):
+        assert target.startswith(("https://", "http://", "#")), (
+            f"{readme.relative_to(ROOT)}: link {target!r} is relative: it breaks outside the "
+            f"repository (use {own[0]}...)"
+        )
+        for prefix in own:
+            if target.startswith(prefix):
+                path = target[len(prefix) :].split("#")[0]
+                assert (ROOT / path).exists(), (
+                    f"{readme.relative_to(ROOT)}: {target} is not a file here"
+                )

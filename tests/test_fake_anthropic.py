@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import http.client
 import json
 import threading
 import urllib.error
@@ -331,6 +332,16 @@ def test_scripted_llm_errors_become_http_errors(server: FakeAnthropicServer) -> 
     assert [type(e) for e in server.script_errors] == [TypeError]
 
 
+def test_a_scripted_error_after_text_is_an_error_event_after_that_text(
+    server: FakeAnthropicServer,
+) -> None:
+    server.push(scripted_error(LLMError("busy", status=529), text="Partial words"))
+    events = sse_events(server, body(stream=True))
+    deltas = [e["delta"]["text"] for e in events if e["type"] == "content_block_delta"]
+    assert deltas == ["Partial ", "words"]
+    assert events[-1]["error"] == {"type": "overloaded_error", "message": "busy"}
+
+
 def test_last_user_text_skips_system_reminders_and_tool_results() -> None:
     request = AnthropicRequest(
         index=1,
@@ -643,3 +654,75 @@ def test_stop_ends_a_stream_in_progress() -> None:
 def test_delay_before_the_response(server: FakeAnthropicServer) -> None:
     server.push(fa.text("late", delay=0.05))
     assert post(server, body())[2]["content"][0]["text"] == "late"
+
+
+# -- broken streams: stalled, cut, malformed ----------------------------------------------
+
+
+def test_a_stalled_stream_sends_only_pings_until_the_client_leaves(
+    server: FakeAnthropicServer,
+) -> None:
+    server.push(fa.stalled_stream(text="Thinking", ping_interval=0.01))
+    names: list[str] = []
+    with (
+        httpx2.Client(timeout=10) as c,
+        c.stream("POST", server.url + "/v1/messages", json=body(stream=True)) as resp,
+    ):
+        for line in resp.iter_lines():
+            if line.startswith("event: "):
+                names.append(line[len("event: ") :])
+            if names[-5:] == ["ping"] * 5:
+                break
+    assert names[:4] == ["message_start", "ping", "content_block_start", "content_block_delta"]
+    assert set(names[4:]) == {"ping"} and len(names) >= 9
+    request = server.wait_for_disconnect(timeout=5)
+    assert request.disconnected and not request.completed
+
+
+def test_a_stalled_request_is_never_answered_and_stop_still_ends_it() -> None:
+    server = FakeAnthropicServer([fa.stalled_stream(ping_interval=0.01)]).start()
+    with httpx2.Client(timeout=0.3) as c, pytest.raises(httpx2.ReadTimeout):
+        c.post(server.url + "/v1/messages", json=body())
+    server.wait_for_disconnect(timeout=5)
+    server.stop()
+
+
+def test_a_cut_stream_drops_the_connection_after_its_text(
+    server: FakeAnthropicServer, client: anthropic.Anthropic
+) -> None:
+    server.push(fa.cut_stream(text="Half a"))
+    got: list[str] = []
+    with (
+        pytest.raises(httpx2.RemoteProtocolError),  # the body ended mid-way
+        client.messages.stream(model="m", max_tokens=64, messages=USER_HI) as stream,
+    ):
+        got.extend(stream.text_stream)
+    assert got == ["Half ", "a"]
+    request = server.requests[0]
+    assert not request.completed and not request.disconnected  # the server left, not the client
+    assert server.disconnects == []
+
+
+def test_a_cut_non_streaming_request_gets_no_answer(server: FakeAnthropicServer) -> None:
+    server.push(fa.cut_stream())
+    with pytest.raises((urllib.error.URLError, ConnectionError, http.client.HTTPException)):
+        post(server, body())
+
+
+def test_a_malformed_event_is_sent_as_it_is(server: FakeAnthropicServer) -> None:
+    server.push(fa.malformed_event(text="Hi"), fa.malformed_event("not json"))
+    with (
+        httpx2.Client(timeout=10) as c,
+        c.stream("POST", server.url + "/v1/messages", json=body(stream=True)) as resp,
+    ):
+        lines = list(resp.iter_lines())
+    data = [line[len("data: ") :] for line in lines if line.startswith("data: ")]
+    assert json.loads(data[-2])["delta"] == {"type": "text_delta", "text": "Hi"}
+    assert data[-1] == fa.MALFORMED_DATA
+    with pytest.raises(json.JSONDecodeError):
+        json.loads(data[-1])
+    req = urllib.request.Request(
+        server.url + "/v1/messages", data=json.dumps(body()).encode(), method="POST"
+    )
+    with urllib.request.urlopen(req, timeout=10) as resp:
+        assert resp.status == 200 and resp.read() == b"not json"

@@ -222,9 +222,18 @@ def test_outputs_keep_falsy_values(value: Any, text: str) -> None:
     assert serialize_tool_output(value) == text
 
 
-@pytest.mark.parametrize("value", [object(), [object()], {"k": object()}, float("nan"), {(1,): 2}])
-def test_invalid_outputs_are_rejected(value: Any) -> None:
-    with pytest.raises(ValueError, match="must be a string"):
+@pytest.mark.parametrize(
+    ("value", "message"),
+    [
+        (object(), "tool output is an object .*must be a string"),
+        ([object()], r"value\[0\] is an object .*must be a string"),
+        ({"k": object()}, r'value\["k"\] is an object'),
+        (float("nan"), "tool output is nan; numbers must be finite"),
+        ({(1,): 2}, r"tool output has a key that is a tuple \(\(1,\)\); dict keys must be"),
+    ],
+)
+def test_invalid_outputs_are_rejected(value: Any, message: str) -> None:
+    with pytest.raises(ValueError, match=message):
         validate_tool_output(value)
 
 

@@ -16,6 +16,7 @@ from .background import (
     UpdatePromptArgs,
     background,
 )
+from .limits import Limits
 from .llm import (
     LLM,
     AgentHandoff,
@@ -27,6 +28,7 @@ from .llm import (
     FunctionTool,
     LLMError,
     LLMStream,
+    LLMTimeoutError,
     RealtimeSession,
     StopResponse,
     ToolChoice,
@@ -108,6 +110,8 @@ __all__ = [
     "InMemoryTextOutput",
     "LLMError",
     "LLMStream",
+    "LLMTimeoutError",
+    "Limits",
     "PlayoutResult",
     "RealtimeSession",
     "ReplyPromptArgs",

@@ -117,16 +117,18 @@ def plugin_manager(
 class SessionOptions:
     """What a front end's options say about the session to build.
 
-    ``backgrounds``: background ids (``None``: every registered one); ``llm``:
+    ``backgrounds``: background ids to run (none unless named: a background can
+    change files, so the user chooses); ``llm``:
     an LLM name from ``register_llms`` and ``model`` its model; the agent is
     ``Agent(instructions)`` or, with ``agent`` (``module:Class``), that class.
     """
 
-    backgrounds: tuple[str, ...] | None = None
+    backgrounds: tuple[str, ...] = ()
     llm: str = DEFAULT_LLM
     model: str | None = None
     instructions: str | None = None
     agent: str | None = None
+    log_file: str | None = None
 
 
 def session_options(command: F) -> F:
@@ -144,14 +146,16 @@ def session_options(command: F) -> F:
         model: str | None,
         instructions: str | None,
         agent: str | None,
+        log_file: str | None,
         **kwargs: Any,
     ) -> Any:
         options = SessionOptions(
-            backgrounds=background or None,
+            backgrounds=tuple(background),
             llm=llm,
             model=model,
             instructions=instructions,
             agent=agent,
+            log_file=log_file,
         )
         return command(*args, session_options=options, **kwargs)
 
@@ -162,7 +166,8 @@ def session_options(command: F) -> F:
             "-b",
             multiple=True,
             metavar="NAME",
-            help="A background session to run (repeatable; default: all registered).",
+            help="A background session to run (repeatable). Without it none runs; "
+            "`backline plugins` lists those installed.",
         ),
         click.option(
             "--llm",
@@ -177,6 +182,12 @@ def session_options(command: F) -> F:
             "--agent",
             metavar="MODULE:CLASS",
             help="Use this Agent class (built with no arguments) instead of --instructions.",
+        ),
+        click.option(
+            "--log-file",
+            metavar="PATH",
+            envvar="BACKLINE_LOG_FILE",
+            help="Where error details go (default: ~/.local/state/backline/backline.log).",
         ),
     ]
     result: Callable[..., Any] = wrapper
@@ -197,12 +208,7 @@ def build_session(
     """
     from .voice.session import Session
 
-    if options.agent is not None and options.instructions is not None:
-        raise click.UsageError("use --instructions or --agent, not both")
-    try:
-        backgrounds = manager.background_definitions(options.backgrounds)
-    except UnknownNameError as e:
-        raise click.BadParameter(str(e), param_hint="'--background'") from None
+    backgrounds = check_options(manager, options)
     llm_options: dict[str, Any] = {} if options.model is None else {"model": options.model}
     try:
         llm = manager.llm(options.llm, **llm_options)
@@ -214,6 +220,41 @@ def build_session(
         llm, tools=manager.tools(), background=backgrounds, **session_kwargs
     )
     return session, agent
+
+
+def check_options(manager: PluginManager, options: SessionOptions) -> list[BackgroundDefinition]:
+    """Check the user's choices (names, combinations) before anything else, credentials
+    included; returns the chosen background definitions."""
+    if options.agent is not None and options.instructions is not None:
+        raise click.UsageError("use --instructions or --agent, not both")
+    try:
+        backgrounds = manager.background_definitions(options.backgrounds)
+    except UnknownNameError as e:
+        raise click.BadParameter(str(e), param_hint="'--background'") from None
+    if options.llm not in manager.llm_names():
+        try:
+            manager.llm(options.llm)
+        except UnknownNameError as e:
+            raise click.BadParameter(str(e), param_hint="'--llm'") from None
+    return backgrounds
+
+
+def prepare_session(
+    manager: PluginManager, options: SessionOptions, **session_kwargs: Any
+) -> tuple[Session[Any], Agent]:
+    """What every front end does: check the options, then the credentials, then build."""
+    check_options(manager, options)
+    preflight(options)
+    return build_session(manager, options, **session_kwargs)
+
+
+def available_backgrounds(manager: PluginManager) -> str:
+    """A line per installed background (id and description), for "none was chosen"."""
+    lines = []
+    for definition in manager.background_definitions():
+        summary = (definition.description or "").strip().splitlines()
+        lines.append(f"  {definition.id}: {summary[0] if summary else ''}".rstrip(": "))
+    return "\n".join(lines)
 
 
 def default_instructions(backgrounds: Sequence[BackgroundDefinition]) -> str:
@@ -280,6 +321,8 @@ def _describe_plugin(info: PluginInfo) -> str:
     for label, names in info.registered().items():
         if names:
             lines.append(f"  {label}: {', '.join(names)}")
+    if info.printed:
+        lines.append(f"  printed while loading: {' '.join(info.printed.split())}")
     return "\n".join(lines)
 
 
@@ -303,6 +346,19 @@ def install(packages: tuple[str, ...], upgrade: bool, editable: tuple[str, ...])
 @click.argument("packages", nargs=-1, required=True)
 def uninstall(packages: tuple[str, ...]) -> None:
     """Uninstall plugins (pip uninstall -y)."""
+    import importlib.metadata as md
+
+    missing = []
+    for package in packages:
+        try:
+            md.distribution(package)
+        except md.PackageNotFoundError:
+            missing.append(package)
+    if missing:
+        raise click.ClickException(
+            f"not installed: {', '.join(missing)} (nothing was uninstalled). "
+            "`backline plugins` lists the installed plugins and their distributions."
+        )
     _pip(["uninstall", "-y", *packages])
 
 
@@ -359,18 +415,37 @@ def run_console_command(
     """Build the session from ``options`` and run the text console until the user quits."""
     import asyncio
 
+    from .io._diagnostics import log_to_file
     from .io.console import run_console
 
-    preflight(options)
     manager = plugin_manager(ctx)
-    session, agent = build_session(manager, options)
-    names = ", ".join(session.background.sorted_ids()) if session.background else "none"
-    banner = f"backline console (background sessions: {names}). /quit or Ctrl-D to leave."
+    session, agent = prepare_session(manager, options)
+    log_path = log_to_file(options.log_file)
+    if session.background:
+        names = ", ".join(session.background.sorted_ids())
+        banner = f"backline console (background sessions: {names}). /quit or Ctrl-D to leave."
+    else:
+        installed = available_backgrounds(manager)
+        hint = (
+            f"Installed:\n{installed}\nStart one with `backline console --background NAME`."
+            if installed
+            else "None is installed (`backline install PACKAGE` adds one)."
+        )
+        banner = (
+            f"backline console: no background session is running. {hint}\n/quit or Ctrl-D to leave."
+        )
 
     async def main() -> None:
         # The hook that serves the voice channel to MCP agents while the console runs.
         async with hosting_voice_channel(session, "backline console"):
-            await run_console(session, agent, rich=False if plain else None, banner=banner)
+            await run_console(
+                session,
+                agent,
+                rich=False if plain else None,
+                banner=banner,
+                log_path=log_path,
+                llm=options.llm,
+            )
 
     try:
         asyncio.run(main())
@@ -409,8 +484,7 @@ def hosting_voice_channel(
 
 def build_web_session(options: SessionOptions) -> tuple[Session[Any], Agent]:
     """A fresh session for one browser tab (``backline web`` calls it per tab)."""
-    preflight(options)
-    return build_session(plugin_manager(), options)
+    return prepare_session(plugin_manager(), options)
 
 
 def _web_command() -> click.Command:
@@ -428,6 +502,12 @@ def _mcp_command() -> click.Command:
     return mcp_command
 
 
+def _fake_anthropic_command() -> click.Command:
+    from ._offline import fake_anthropic  # cheap: the server loads on first use
+
+    return fake_anthropic
+
+
 BUILTIN_COMMANDS: list[click.Command] = [
     plugins_command,
     install,
@@ -436,6 +516,7 @@ BUILTIN_COMMANDS: list[click.Command] = [
     console,
     web,
     _mcp_command(),
+    _fake_anthropic_command(),
 ]
 """The built-in commands (``console`` and ``web`` join them here)."""
 

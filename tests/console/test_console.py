@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import re
+import subprocess
 import sys
 from pathlib import Path
 
@@ -75,6 +76,66 @@ def test_plain_console_streams_and_quits() -> None:
         child.expect(r"\[status\] agent: listening \| you: listening \| builder: done")
         child.sendline("/quit")
         child.expect("bye")
+        child.expect(pexpect.EOF)
+    finally:
+        child.close(force=True)
+    assert child.exitstatus == 0
+
+
+# -- a line over the limit (issue 13, item 13) -------------------------------------------------
+LONG = 70_000  # over asyncio's 64 KiB line limit, and over Limits.max_user_turn_chars
+
+
+def run_piped(lines: str) -> subprocess.CompletedProcess[str]:
+    """The plain console with stdin a pipe (``cat notes | backline console``)."""
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    return subprocess.run(
+        [sys.executable, str(APP), "--plain"],
+        input=lines,
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=TIMEOUT * 3,
+        check=False,
+    )
+
+
+@pytest.mark.timeout(90)
+def test_plain_console_refuses_a_line_over_64_kib_and_keeps_going() -> None:
+    result = run_piped("x" * LONG + "\nhello after\n/quit\n")
+
+    assert result.returncode == 0, result.stderr
+    assert "Separator is found" not in result.stderr
+    assert "[not sent] that line has about 70,001 bytes; a turn can have at most 10,000 " in (
+        result.stdout
+    )
+    assert "agent: You said: hello after" in result.stdout
+    assert "You said: xxx" not in result.stdout  # no part of the long line was sent
+    assert result.stdout.rstrip().endswith("bye")
+
+
+@pytest.mark.timeout(90)
+def test_plain_console_refuses_a_turn_over_the_character_limit() -> None:
+    result = run_piped("é" * 10_001 + "\n" + "y" * 10_000 + "\n/quit\n")
+
+    assert result.returncode == 0, result.stderr
+    assert "[not sent] that line has 10,001 characters" in result.stdout
+    assert "agent: You said: " + "y" * 10_000 in result.stdout  # the limit itself is fine
+
+
+@pytest.mark.timeout(90)
+def test_rich_console_refuses_a_long_line_and_keeps_going() -> None:
+    child = spawn()
+    try:
+        expect(child, "you>")
+        child.send("\x1b[200~" + "z" * LONG + "\x1b[201~")  # a paste, as terminals send it
+        child.send("\r")
+        expect(child, r"\[not sent\] that line has 70,000 characters")
+        expect(child, "you>")
+        child.sendline("still here")
+        expect(child, "agent: You said: still here")
+        child.sendintr()
+        expect(child, "bye")
         child.expect(pexpect.EOF)
     finally:
         child.close(force=True)

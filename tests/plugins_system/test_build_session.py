@@ -88,13 +88,12 @@ async def test_build_session_uses_the_registry(
     assert plugin_manager.active  # plugins observe the session
 
 
-def test_build_session_defaults_to_every_background(
+def test_build_session_runs_no_background_unless_named(
     plugin_manager: PluginManager, provider: Provider
 ) -> None:
     session, _ = build_session(plugin_manager, SessionOptions(llm="scripted", instructions="Hi."))
 
-    assert session.background is not None
-    assert session.background.sorted_ids() == ["alpha", "beta"]
+    assert not session.background  # a background may change files: the user chooses
     assert provider.llm_options == [{}]  # no --model: the factory's default
 
 

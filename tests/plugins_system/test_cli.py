@@ -102,6 +102,8 @@ def test_plugins_json_lists_name_version_hooks_registrations_and_status(
         "builtin": False,
         "status": "loaded",
         "error": None,
+        "disabled_by": None,
+        "printed": None,
         "hooks": ["register_background_sessions", "register_commands"],
         "backgrounds": [plugins["bg"]],
         "tools": [],
@@ -258,12 +260,21 @@ def test_install_runs_pip_in_this_interpreter_passing_upgrade_and_editable(
 
 
 def test_uninstall_runs_pip_uninstall_yes(pip_calls: list[list[str]]) -> None:
-    result = CliRunner().invoke(make_cli(), ["uninstall", "backline-x", "backline-y"])
+    installed = ["backline-claude-code", "pluggy"]  # pip itself is faked
+    result = CliRunner().invoke(make_cli(), ["uninstall", *installed])
 
     assert result.exit_code == 0, result.output
-    assert pip_calls == [
-        [sys.executable, "-m", "pip", "uninstall", "-y", "backline-x", "backline-y"]
-    ]
+    assert pip_calls == [[sys.executable, "-m", "pip", "uninstall", "-y", *installed]]
+
+
+def test_uninstall_of_something_not_installed_is_an_error_that_uninstalls_nothing(
+    pip_calls: list[list[str]],
+) -> None:
+    result = CliRunner().invoke(make_cli(), ["uninstall", "pluggy", "backline-not-installed"])
+
+    assert result.exit_code == 1
+    assert "not installed: backline-not-installed (nothing was uninstalled)" in result.output
+    assert pip_calls == []
 
 
 def test_install_needs_a_package_and_reports_pip_failures(
@@ -332,3 +343,41 @@ def test_new_plugin_never_overwrites(tmp_path: Path, monkeypatch: pytest.MonkeyP
     assert result.exit_code == 1
     assert "already exists and is not empty" in result.output
     assert (tmp_path / "backline-x" / "keep.txt").read_text() == "mine"
+
+
+# -- front ends: safe defaults, checks in the right order ---------------------------------------
+def test_console_without_background_starts_none_and_lists_the_installed_ones(
+    site: FakeSite, plugins: dict[str, str]
+) -> None:
+    env = env_for(
+        site, plugins, ANTHROPIC_API_KEY="sk-ant-test", ANTHROPIC_BASE_URL="http://127.0.0.1:9"
+    )
+    result = subprocess.run(
+        [sys.executable, "-m", "backline", "console", "--plain"],
+        input="/quit\n",
+        capture_output=True,
+        text=True,
+        env=clean_env(env),
+        timeout=60,
+        check=False,
+    )
+    assert result.returncode == 0, result.stderr
+    assert "no background session is running" in result.stdout
+    assert f"  {plugins['bg']}: Test background." in result.stdout
+    assert "backline console --background NAME" in result.stdout
+
+
+def test_an_unknown_background_is_reported_before_a_missing_key(
+    site: FakeSite, plugins: dict[str, str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    for name in ("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN"):
+        monkeypatch.delenv(name, raising=False)
+    env = env_for(site, plugins)
+    for command in ("console", "web"):
+        result = run_backline(command, "--background", "nonexistent", env=env)
+        assert result.returncode == 2, result.stderr
+        assert "unknown background session 'nonexistent'" in result.stderr
+        assert "ANTHROPIC_API_KEY" not in result.stderr
+    result = run_backline("console", "--llm", "nonexistent", env=env)
+    assert result.returncode == 2
+    assert "unknown LLM 'nonexistent'" in result.stderr

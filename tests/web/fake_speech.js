@@ -6,6 +6,7 @@
  *   userSpeaks(text)      speech start, interim results word by word, then the final result
  *   startSpeaking(words)  speech start and interim results only (a barge-in in progress)
  *   finishSpeaking(text)  the final result of what startSpeaking began
+ *   recognitionFails(code) an error event with that code ("network", ...), then the end
  *   utterances            what synthesis was asked to say: {text, words, ended, cut}
  *   spokenWords()         every word synthesis has started to speak, in order
  */
@@ -80,6 +81,11 @@
   fake.userSpeaks = (text) => {
     fake.startSpeaking(text);
     fake.finishSpeaking(text);
+  };
+  fake.recognitionFails = (code) => {  // what the browser does: an error event, then end
+    const rec = recognizer();
+    rec._fire("error", { error: code });
+    rec._finish();
   };
 
   if (cfg.recognition) {

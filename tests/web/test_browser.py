@@ -240,6 +240,33 @@ async def test_without_browser_speech_the_page_says_so_and_typing_works(
     assert page.errors == []
 
 
+@pytest.mark.parametrize(
+    ("code", "says"),
+    [
+        ("network", "Speech recognition needs the network"),
+        ("audio-capture", "No microphone was found"),
+        ("not-allowed", "The microphone is blocked for this page"),
+        ("service-not-allowed", "use Google Chrome or Edge"),
+    ],
+)
+async def test_a_recognition_failure_says_what_it_means_and_typing_works(
+    server: WebServer, controls: Controls, browser: Any, expect: Any, code: str, says: str
+) -> None:
+    page = await open_page(browser, server.url)
+    await ready(page, expect)
+    await page.click("#mic")
+    await page.wait_for_function("() => window.__fake.active !== null", timeout=WAIT)
+    await page.evaluate(f"window.__fake.recognitionFails({code!r})")
+    await expect(page.locator("#notice")).to_contain_text(says)
+    await expect(page.locator("#notice")).to_contain_text("type your messages below")
+    await page.fill("#text", "typed instead")
+    await page.press("#text", "Enter")
+    await expect(page.locator(".entry.agent.final .text")).to_have_text(
+        "You said: typed instead. What next?", timeout=WAIT
+    )
+    assert page.errors == []
+
+
 async def test_a_wrong_token_gets_403(server: WebServer, browser: Any) -> None:
     page = await open_page(browser, None)
     response = await page.goto(server.url.replace(server.token, "not-the-token"))
@@ -247,6 +274,25 @@ async def test_a_wrong_token_gets_403(server: WebServer, browser: Any) -> None:
     assert "access token" in await page.inner_text("body")
     response = await page.goto(server.url.split("?")[0])
     assert response is not None and response.status == 403
+
+
+async def test_the_page_keeps_no_secret_in_its_address_and_reloads_with_its_cookie(
+    server: WebServer, controls: Controls, browser: Any, expect: Any
+) -> None:
+    base = f"http://127.0.0.1:{server.port}/"
+    for link in (server.url, server.sign_in_url()):
+        page = await open_page(browser, link)
+        await ready(page, expect)
+        assert page.url == base  # the token or the code left the address bar
+        await page.reload()  # the cookie signs the page in again, socket included
+        await ready(page, expect)
+        await page.fill("#text", "after a reload")
+        await page.press("#text", "Enter")
+        await expect(page.locator(".entry.agent.final .text")).to_have_text(
+            "You said: after a reload. What next?", timeout=WAIT
+        )
+        assert page.errors == []
+        await page.close()
 
 
 async def test_closing_the_tab_closes_its_session(

@@ -37,15 +37,14 @@ async def test_page_and_assets_need_the_token(server: WebServer) -> None:
             assert "access token" in response.text
         page = await http.get(f"/?token={server.token}")
         assert page.status_code == 200
-        assert f"static/app.js?token={server.token}" in page.text
-        assert "{{token}}" not in page.text
+        assert server.token not in page.text  # the page gets a cookie, not the token
         assert "frame-ancestors 'none'" in page.headers["content-security-policy"]
         assert page.headers["referrer-policy"] == "no-referrer"
         assets = (("app.js", "javascript"), ("speech.js", "javascript"), ("app.css", "css"))
-        for name, kind in assets:
-            asset = await http.get(f"/static/{name}?token={server.token}")
+        for name, kind in assets:  # with the cookie the page set
+            asset = await http.get(f"/static/{name}")
             assert asset.status_code == 200 and kind in asset.headers["content-type"]
-        missing = await http.get(f"/static/secrets.txt?token={server.token}")
+        missing = await http.get("/static/secrets.txt")
         assert missing.status_code == 404
 
 
@@ -61,10 +60,11 @@ async def test_websocket_with_a_wrong_token_gets_403(server: WebServer, query: s
 
 
 async def test_a_chosen_token_is_used(controls: Controls) -> None:
-    async with WebServer(make_factory(controls), token="s3cret-token") as web:
-        assert web.url == f"http://127.0.0.1:{web.port}/?token=s3cret-token"
-    with pytest.raises(ValueError, match="empty"):
-        WebServer(make_factory(controls), token="")
+    async with WebServer(make_factory(controls), token="s3cret-token-of-mine") as web:
+        assert web.url == f"http://127.0.0.1:{web.port}/?token=s3cret-token-of-mine"
+    for short in ("", "s3cret-token"):
+        with pytest.raises(ValueError, match="at least 16 characters"):
+            WebServer(make_factory(controls), token=short)
 
 
 # -- a conversation ----------------------------------------------------------------------------

@@ -9,8 +9,9 @@ from collections import deque
 from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Iterable
 from typing import TYPE_CHECKING, Any
 
+from ..limits import truncate_text
 from ..llm.chat_context import ChatMessage, new_id
-from ..llm.tool_output import snapshot_tool_output
+from ..llm.tool_output import json_snapshot
 from ..llm.tools import FunctionTool
 from ..voice._reply_scheduler import Pending, ReplyScheduler, SchedulerClosed
 from ..voice._tasks import Signal, TaskScope, cancel_and_wait
@@ -55,6 +56,7 @@ class BackgroundRuntime:
         self._grace = GraceWindow(definition.interrupt_grace)
         self._task: asyncio.Task[None] | None = None
         self._interrupts: set[asyncio.Task[None]] = set()
+        self._state_cut_logged = False
         self.scheduler = ReplyScheduler(
             self.session,
             name=f"background session '{definition.id}'",
@@ -205,6 +207,17 @@ class BackgroundRuntime:
         if self.closed:
             raise self._closed_error()
         defn = self.definition
+        limit = self.session.limits.max_send_chars
+        text, cut = truncate_text(text, limit, f"a message of background session '{defn.id}'")
+        if cut:
+            logger.warning(
+                "background session %r sent a message longer than %d characters "
+                "(Limits.max_send_chars): the voice agent gets it cut, with a marker. Send "
+                "a short summary (keep details in set_state), or raise the bound: "
+                "Session(limits=Limits(max_send_chars=...)).",
+                defn.id,
+                limit,
+            )
         rendered = render_template(
             self.handling,
             "update_template",
@@ -238,7 +251,26 @@ class BackgroundRuntime:
     def set_state(self, value: Any) -> None:
         if self.closed:
             raise self._closed_error()
-        self.state = snapshot_tool_output(value, what="background state")
+        defn_id = self.definition.id
+        limits = self.session.limits
+        snap = json_snapshot(
+            value,
+            what=f"the state of background session '{defn_id}'",
+            root="state",
+            max_chars=limits.max_state_chars,
+            max_depth=limits.max_value_depth,
+        )
+        if snap.cut and not self._state_cut_logged:
+            self._state_cut_logged = True
+            logger.warning(
+                "background session %r reported a state larger than %d characters of JSON "
+                "(Limits.max_state_chars): it is stored cut, with markers (logged once). "
+                "Report a summary (the last items, counts), or raise the bound: "
+                "Session(limits=Limits(max_state_chars=...)).",
+                defn_id,
+                limits.max_state_chars,
+            )
+        self.state = snap.value
         self.session.emit(BackgroundState(background_id=self.definition.id, state=self.state))
 
     @contextlib.asynccontextmanager

@@ -4,6 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..limits import DEFAULT_LIMITS
+from ..llm.tool_output import json_snapshot
+
 UPDATE_SOURCES = frozenset({"background_reply", "tool_reply"})
 """Speech sources that relay work done in the background (shown as updates)."""
 
@@ -30,6 +33,14 @@ def summarize_state(state: Any, width: int = 70) -> str:
     else:
         text = str(state)
     return shorten(text, width)
+
+
+def preview_state(state: Any, max_chars: int = DEFAULT_LIMITS.max_page_state_chars) -> Any:
+    """A copy of a background's (reported) state cut to about ``max_chars`` characters of
+    JSON, with markers where it was cut: what a front end shows. Cheap: it stops
+    walking at ``max_chars``, so call it when a state is about to be shown (the latest
+    one), not for every report. Raises ``ValueError`` for a value no state can be."""
+    return json_snapshot(state, what="the state shown", root="state", max_chars=max_chars).value
 
 
 def shorten(text: str, width: int) -> str:

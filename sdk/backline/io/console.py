@@ -5,7 +5,8 @@ The user types; replies stream as they are generated; agent-initiated turns
 live status line shows the agent state and each background's state. In a real
 terminal it uses prompt_toolkit (the status line is a bottom toolbar and the
 reply in progress streams there); otherwise it prints plain lines. Ctrl-C,
-Ctrl-D or ``/quit`` close the session cleanly (bounded).
+Ctrl-D or ``/quit`` close the session cleanly (bounded). A line longer than
+``Limits.max_user_turn_chars`` is refused with a message, and the console goes on.
 """
 
 from __future__ import annotations
@@ -17,7 +18,9 @@ import sys
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any, TextIO
 
+from ..limits import DEFAULT_LIMITS, Limits
 from ..voice.io import TextOutput
+from ._diagnostics import describe_error
 from ._view import NOTE_WIDTH, shorten, speaker_label, summarize_state
 
 if TYPE_CHECKING:
@@ -25,6 +28,7 @@ if TYPE_CHECKING:
     from ..voice.session import Session
 
 QUIT_COMMANDS = frozenset({"/quit", "/exit", "/q"})
+_UTF8_MAX = 4  # bytes per character, at most
 STATUS_EVENTS: tuple[Any, ...] = (
     "agent_state_changed",
     "user_state_changed",
@@ -139,16 +143,40 @@ async def run_console(
     stdin: TextIO | None = None,
     stdout: TextIO | None = None,
     banner: str | None = None,
+    log_path: os.PathLike[str] | str | None = None,
+    llm: str | None = None,
+    limits: Limits = DEFAULT_LIMITS,
 ) -> None:
-    """Run a conversation in the terminal until the user quits; closes the session."""
+    """Run a conversation in the terminal until the user quits; closes the session.
+
+    An error is shown as one line worded for the user (``llm`` names the provider
+    for the advice), pointing at ``log_path`` for the details when given. A line
+    longer than ``limits.max_user_turn_chars`` is not sent: the console says so and
+    reads the next one.
+    """
     stdin = stdin or sys.stdin
     stdout = stdout or sys.stdout
     use_rich = _use_rich(stdin, stdout) if rich is None else rich
     view = ConsoleView(session)
+    errors = _ErrorPrinter(log_path, llm)
     if use_rich:
-        await _run_rich(session, agent, view, banner)
+        await _run_rich(session, agent, view, banner, errors, limits)
     else:
-        await _run_plain(session, agent, view, stdin, stdout, banner)
+        await _run_plain(session, agent, view, stdin, stdout, banner, errors, limits)
+
+
+class _ErrorPrinter:
+    """Prints each session error as one line, the details being in the log file."""
+
+    def __init__(self, log_path: os.PathLike[str] | str | None, llm: str | None) -> None:
+        self._where = f" (details: {log_path})" if log_path is not None else ""
+        self._llm = llm
+
+    def attach(self, session: Session[Any], emit: Callable[[str], None]) -> None:
+        def on_error(ev: Any) -> None:
+            emit(f"! {describe_error(ev.error, llm=self._llm)}{self._where}\n")
+
+        session.on("error", on_error)
 
 
 def _note_printer(view: ConsoleView, emit: Callable[[str], None]) -> Callable[[Any], None]:
@@ -167,11 +195,14 @@ async def _run_plain(
     stdin: TextIO,
     stdout: TextIO,
     banner: str | None,
+    errors: _ErrorPrinter,
+    limits: Limits,
 ) -> None:
     def emit(text: str) -> None:
         stdout.write(text)
         stdout.flush()
 
+    errors.attach(session, emit)
     output = ConsoleOutput(view, emit, stream=True)
     session.output = output
     last_status = ""
@@ -196,29 +227,35 @@ async def _run_plain(
     if banner:
         emit(banner + "\n")
     loop = asyncio.get_running_loop()
-    reader = asyncio.StreamReader()
+    # Room for the longest turn in UTF-8; a longer line is skipped, never buffered whole.
+    reader = asyncio.StreamReader(limit=limits.max_user_turn_chars * _UTF8_MAX + 2)
     transport = None
     with contextlib.suppress(ValueError, OSError, NotImplementedError):
         transport, _ = await loop.connect_read_pipe(
             lambda: asyncio.StreamReaderProtocol(reader), stdin
         )
 
-    async def read_line() -> str | None:
+    async def read_line() -> str | _Overlong | None:
         if transport is not None:
-            raw = await reader.readline()
-        else:  # pragma: no cover - a stdin that cannot be watched (e.g. Windows)
-            raw = (await asyncio.to_thread(stdin.readline)).encode()
-        return raw.decode(errors="replace") if raw else None
+            return await _read_bounded_line(reader)
+        # A stdin that cannot be watched (e.g. Windows): a blocking read in a thread.
+        line = await asyncio.to_thread(stdin.readline)  # pragma: no cover
+        return line or None  # pragma: no cover
 
     try:
-        await _converse(session, agent, read_line, emit, started=status)
+        await _converse(session, agent, read_line, emit, limits, started=status)
     finally:
         if transport is not None:
             transport.close()
 
 
 async def _run_rich(
-    session: Session[Any], agent: Agent, view: ConsoleView, banner: str | None
+    session: Session[Any],
+    agent: Agent,
+    view: ConsoleView,
+    banner: str | None,
+    errors: _ErrorPrinter,
+    limits: Limits,
 ) -> None:
     from prompt_toolkit import PromptSession
     from prompt_toolkit.formatted_text import HTML
@@ -257,6 +294,7 @@ async def _run_rich(
         session.on(name, redraw)
     style = Style.from_dict({"bottom-toolbar": "noreverse"})
     with patch_stdout():
+        errors.attach(session, emit)
         session.on("background_message", _note_printer(view, emit))
         if banner:
             emit(banner + "\n")
@@ -269,18 +307,54 @@ async def _run_rich(
             except EOFError:
                 return None
 
-        await _converse(session, agent, read_line, emit)
+        await _converse(session, agent, read_line, emit, limits)
 
 
 def _escape(text: str) -> str:
     return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
 
 
+class _Overlong:
+    """A line too long to buffer (it was skipped): its size in bytes."""
+
+    def __init__(self, size: int) -> None:
+        self.size = size
+
+
+async def _read_bounded_line(reader: asyncio.StreamReader) -> str | _Overlong | None:
+    """The next line (None at EOF); a line past the reader's limit is skipped whole
+    (read and dropped piece by piece, never held) and reported as ``_Overlong``."""
+    skipped = 0
+    while True:
+        try:
+            raw = await reader.readuntil(b"\n")
+        except asyncio.IncompleteReadError as e:  # EOF
+            raw = e.partial
+            if not raw and not skipped:
+                return None
+        except asyncio.LimitOverrunError as e:
+            skipped += len(await reader.readexactly(e.consumed))
+            continue
+        if skipped:
+            return _Overlong(skipped + len(raw))
+        return raw.decode(errors="replace")
+
+
+def _too_long_message(size: str, limits: Limits) -> str:
+    """What the console says about a line over ``limits.max_user_turn_chars``."""
+    return (
+        f"[not sent] that line has {size}; a turn can have at most "
+        f"{limits.max_user_turn_chars:,} characters (Limits.max_user_turn_chars). Shorten it, or "
+        "put long text in a file and tell the agent where it is.\n"
+    )
+
+
 async def _converse(
     session: Session[Any],
     agent: Agent,
-    read_line: Callable[[], Awaitable[str | None]],
+    read_line: Callable[[], Awaitable[str | _Overlong | None]],
     emit: Callable[[str], None],
+    limits: Limits,
     *,
     started: Callable[[], None] | None = None,
 ) -> None:
@@ -290,10 +364,15 @@ async def _converse(
         if started is not None:
             started()
         while (line := await read_line()) is not None:
+            if isinstance(line, _Overlong):
+                emit(_too_long_message(f"about {line.size:,} bytes", limits))
+                continue
             line = line.strip()
             if line in QUIT_COMMANDS:
                 break
-            if line:
+            if len(line) > limits.max_user_turn_chars:
+                emit(_too_long_message(f"{len(line):,} characters", limits))
+            elif line:
                 session.push_user_turn(line)
     except (KeyboardInterrupt, asyncio.CancelledError):
         pass

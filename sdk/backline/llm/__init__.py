@@ -14,10 +14,22 @@ from .chat_context import (
     Role,
     item_to_dict,
 )
-from .llm import LLM, ChatChunk, LLMError, LLMStream, TextDelta, ToolCallChunk, Usage
+from .llm import (
+    LLM,
+    ChatChunk,
+    LLMError,
+    LLMStream,
+    LLMTimeoutError,
+    TextDelta,
+    ToolCallChunk,
+    Usage,
+)
 from .realtime import RealtimeSession
 from .tool_output import (
+    JsonSnapshot,
     is_valid_tool_output,
+    json_snapshot,
+    render_tool_output,
     serialize_tool_output,
     snapshot_tool_output,
     validate_tool_output,
@@ -44,8 +56,10 @@ __all__ = [
     "FunctionCall",
     "FunctionCallOutput",
     "FunctionTool",
+    "JsonSnapshot",
     "LLMError",
     "LLMStream",
+    "LLMTimeoutError",
     "NamedToolChoice",
     "RealtimeSession",
     "Role",
@@ -60,7 +74,9 @@ __all__ = [
     "function_tool",
     "is_valid_tool_output",
     "item_to_dict",
+    "json_snapshot",
     "named_tool",
+    "render_tool_output",
     "serialize_tool_output",
     "snapshot_tool_output",
     "validate_tool_output",

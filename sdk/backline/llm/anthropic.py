@@ -11,16 +11,17 @@ import json
 import logging
 import os
 import time
-from collections.abc import AsyncGenerator, Sequence
+from collections.abc import AsyncGenerator, Awaitable, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 import anthropic
 import httpx2
 
+from ..limits import DEFAULT_LIMITS
 from ._anthropic_convert import convert_context, convert_tool_choice, convert_tools
 from .chat_context import ChatContext
-from .llm import ChatChunk, LLMError, LLMStream, TextDelta, ToolCallChunk, Usage
+from .llm import ChatChunk, LLMError, LLMStream, LLMTimeoutError, TextDelta, ToolCallChunk, Usage
 from .tools import FunctionTool, ToolChoice
 
 if TYPE_CHECKING:
@@ -29,6 +30,8 @@ if TYPE_CHECKING:
 __all__ = ["DEFAULT_MODEL", "MODEL_ENV", "AnthropicLLM"]
 
 log = logging.getLogger(__name__)
+
+_T = TypeVar("_T")
 
 #: The model used when neither ``model=`` nor ``BACKLINE_MODEL`` is given: a fast one.
 DEFAULT_MODEL = "claude-haiku-5-5"
@@ -52,12 +55,62 @@ class _IncompleteStream(Exception):
     """The stream ended before ``message_stop``."""
 
 
+class _MalformedStream(Exception):
+    """An event of the stream could not be read (not JSON, or not the expected shape)."""
+
+
 _RequestFailure = (
     anthropic.APIStatusError,
     anthropic.APIConnectionError,
     httpx2.TransportError,
     _IncompleteStream,
+    _MalformedStream,
 )
+
+_UNREADABLE = (ValueError, TypeError, KeyError, AttributeError)  # JSONDecodeError is a ValueError
+
+
+class _DeadlinePassed(Exception):
+    """A request's first-token or response deadline passed."""
+
+    def __init__(self, which: str, seconds: float) -> None:
+        super().__init__(which)
+        self.which = which
+        self.seconds = seconds
+
+
+class _Deadlines:
+    """The two deadlines of one request, on the loop's clock, from its first iteration."""
+
+    __slots__ = ("first_token", "first_token_timeout", "response", "response_timeout")
+
+    def __init__(self, first_token_timeout: float | None, response_timeout: float | None) -> None:
+        now = asyncio.get_running_loop().time()
+        self.first_token_timeout = first_token_timeout
+        self.response_timeout = response_timeout
+        self.first_token = None if first_token_timeout is None else now + first_token_timeout
+        self.response = None if response_timeout is None else now + response_timeout
+
+    def current(self, output_started: bool) -> tuple[float | None, str, float]:
+        """The deadline in force: when, which, and its length in seconds."""
+        first, end = self.first_token, self.response
+        if first is None or output_started or (end is not None and end <= first):
+            return end, "response_timeout", self.response_timeout or 0.0
+        return first, "first_token_timeout", self.first_token_timeout or 0.0
+
+    async def within(self, aw: Awaitable[_T], output_started: bool) -> _T:
+        """Await ``aw``, but no longer than the deadline in force."""
+        when, which, seconds = self.current(output_started)
+        if when is None:
+            return await aw
+        timeout = asyncio.timeout_at(when)
+        try:
+            async with timeout:
+                return await aw
+        except TimeoutError:
+            if timeout.expired():
+                raise _DeadlinePassed(which, seconds) from None
+            raise
 
 
 class AnthropicLLM:
@@ -70,6 +123,13 @@ class AnthropicLLM:
     up to ``max_retries`` times with exponential backoff (``retry_base_delay``
     doubling, capped at ``retry_max_delay``; a longer ``retry-after`` is honoured
     up to the cap) — only while nothing has been yielded yet.
+
+    Each request has two deadlines besides the HTTP client's connect/read
+    ``timeout`` (which a stream of ``ping`` events never trips): its first output
+    (text or a tool call) within ``first_token_timeout`` seconds, retries
+    included, and its whole response within ``response_timeout`` seconds (defaults
+    ``Limits.llm_first_token_timeout`` and ``Limits.llm_response_timeout``; ``None``
+    turns one off). A deadline that passes fails the request with ``LLMError``.
     """
 
     def __init__(
@@ -83,12 +143,24 @@ class AnthropicLLM:
         retry_base_delay: float = 0.5,
         retry_max_delay: float = 8.0,
         timeout: float | None = 60.0,
+        first_token_timeout: float | None = DEFAULT_LIMITS.llm_first_token_timeout,
+        response_timeout: float | None = DEFAULT_LIMITS.llm_response_timeout,
         client: anthropic.AsyncAnthropic | None = None,
     ) -> None:
         if max_tokens < 1:
             raise ValueError(f"max_tokens must be >= 1, got {max_tokens}")
         if max_retries < 0:
             raise ValueError(f"max_retries must be >= 0, got {max_retries}")
+        for name, value in (
+            ("first_token_timeout", first_token_timeout),
+            ("response_timeout", response_timeout),
+        ):
+            if value is not None and not value > 0:
+                raise ValueError(
+                    f"{name} must be a positive number of seconds or None, got {value}"
+                )
+        self._first_token_timeout = first_token_timeout
+        self._response_timeout = response_timeout
         self._model = model or os.environ.get(MODEL_ENV) or DEFAULT_MODEL
         self._max_tokens = max_tokens
         self._max_retries = max_retries
@@ -187,22 +259,39 @@ class AnthropicLLM:
         if isinstance(params, LLMError):
             raise params
         started = time.monotonic()
+        deadlines = _Deadlines(self._first_token_timeout, self._response_timeout)
         attempt = 0
+        output_started = False
+        last_failure: _Failure | None = None
         while True:
             attempt += 1
             acc = _Accumulator(started)
             try:
-                stream = await self._open(params)
+                stream = await deadlines.within(self._open(params), output_started)
                 try:
-                    async for event in stream:
-                        for chunk in acc.feed(event):
+                    events = stream.__aiter__()
+                    while True:
+                        try:
+                            event = await deadlines.within(anext(events), output_started)
+                            chunks = acc.feed(event)
+                        except StopAsyncIteration:
+                            break
+                        except _UNREADABLE as e:
+                            raise _MalformedStream(
+                                f"the response stream had an event that could not be read "
+                                f"({type(e).__name__}: {e})"
+                            ) from e
+                        for chunk in chunks:
+                            output_started = True
                             yield chunk
                 finally:
                     await stream.close()
                 if not acc.stopped:
                     raise _IncompleteStream("the response stream ended before message_stop")
+            except _DeadlinePassed as e:
+                raise self._deadline_error(e, output_started, last_failure) from None
             except _RequestFailure as e:
-                failure = self._failure(e)
+                failure = last_failure = self._failure(e)
                 if acc.yielded:
                     raise LLMError(
                         f"{failure.message} (the reply was cut off after output had started)",
@@ -226,10 +315,30 @@ class AnthropicLLM:
                     attempt + 1,
                     self._max_retries + 1,
                 )
-                await asyncio.sleep(delay)
+                try:
+                    await deadlines.within(asyncio.sleep(delay), output_started)
+                except _DeadlinePassed as passed:
+                    raise self._deadline_error(passed, output_started, failure) from e
                 continue
             yield acc.usage()
             return
+
+    def _deadline_error(
+        self, e: _DeadlinePassed, output_started: bool, last: _Failure | None
+    ) -> LLMTimeoutError:
+        if e.which == "first_token_timeout":
+            what = f"no output within {e.seconds:g}s of the request"
+        else:
+            what = f"the response did not finish within {e.seconds:g}s"
+        if output_started:
+            tail = " (the reply was cut off after output had started)"
+        elif last is not None:
+            tail = f"; the last attempt failed: {last.message}"
+        else:
+            tail = ""
+        return LLMTimeoutError(
+            f"Anthropic API at {self._client.base_url}: {what} ({e.which} of AnthropicLLM)" + tail
+        )
 
     def _backoff(self, attempt: int, retry_after: float | None) -> float:
         delay = self._retry_base_delay * 2.0 ** (attempt - 1)
@@ -241,7 +350,7 @@ class AnthropicLLM:
         if isinstance(e, anthropic.APIStatusError):
             return self._status_failure(e)
         where = str(self._client.base_url)
-        if isinstance(e, _IncompleteStream):
+        if isinstance(e, _IncompleteStream | _MalformedStream):
             return _Failure(f"Anthropic API at {where}: {e}", retryable=True)
         detail = e.__cause__ if isinstance(e, anthropic.APIConnectionError) and e.__cause__ else e
         return _Failure(f"Could not reach the Anthropic API at {where}: {detail!r}", retryable=True)

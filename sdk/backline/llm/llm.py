@@ -51,6 +51,14 @@ class LLMError(Exception):
         self.status = status
 
 
+class LLMTimeoutError(LLMError):
+    """A model request ran past its deadline (no first output, or no end, in time): the
+    provider stalled rather than failed. Always ``retryable``."""
+
+    def __init__(self, message: str, *, status: int | None = None):
+        super().__init__(message, retryable=True, status=status)
+
+
 async def _exhausted() -> ChatChunk:
     raise StopAsyncIteration
 

@@ -25,7 +25,7 @@ from starlette.responses import PlainTextResponse
 from starlette.routing import Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from ..io.web.server import is_loopback
+from ..io.web import is_loopback
 from ..limits import DEFAULT_LIMITS, Limits
 from ._channel import ChannelError, Progress
 from ._registry import SessionRegistry

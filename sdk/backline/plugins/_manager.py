@@ -1,8 +1,11 @@
 """The plugin manager: discovery with isolation, selection, the registry, observers.
 
-Each plugin loads on its own: an import error, a hook validation error, a
-registration hook that raises, or a clash marks that plugin ``failed`` (with
-its error) and undoes whatever it had registered; the others load. Strict mode
+Each plugin loads on its own: an import error (any ``BaseException``, even
+``SystemExit``), an import or a registration hook that does not finish within
+``Limits.plugin_load_timeout``, a hook validation error, a registration hook that
+raises, or a clash marks that plugin ``failed`` (with its error) and undoes
+whatever it had registered; the others load. What a plugin prints while loading
+is kept off stdout and reported with it (``_isolation``). Strict mode
 (``BACKLINE_STRICT_PLUGINS=1``) turns failures into a ``PluginError``.
 """
 
@@ -21,8 +24,10 @@ from typing import TYPE_CHECKING, Any
 
 import pluggy
 
+from ..limits import DEFAULT_LIMITS, Limits
 from . import _hookspecs, _session_hooks
 from ._hookspecs import OBSERVER_HOOKS, PROJECT_NAME, REGISTRATION_HOOKS
+from ._isolation import Isolation, Outcome, PluginTimeout
 from ._registry import (
     RESERVED_OWNER,
     Clash,
@@ -46,6 +51,7 @@ ENTRY_POINT_GROUP = PROJECT_NAME
 ENV_ALLOW = "BACKLINE_PLUGINS"
 ENV_DENY = "BACKLINE_DISABLE_PLUGINS"
 ENV_STRICT = "BACKLINE_STRICT_PLUGINS"
+ENV_LOAD_TIMEOUT = "BACKLINE_PLUGIN_LOAD_TIMEOUT"
 
 BUILTIN_PLUGINS: tuple[tuple[str, str], ...] = (("anthropic", "backline.plugins._builtin"),)
 """Built-in plugins, ``(name, module)``: registered exactly like installed ones."""
@@ -105,6 +111,7 @@ class PluginManager:
         allow: Collection[str] | None = None,
         deny: Collection[str] = (),
         strict: bool = False,
+        limits: Limits = DEFAULT_LIMITS,
     ) -> None:
         self._pm = pluggy.PluginManager(PROJECT_NAME)
         self._pm.add_hookspecs(_hookspecs)
@@ -113,7 +120,11 @@ class PluginManager:
         self._allow = None if allow is None else frozenset(normalize_name(n) for n in allow)
         self._deny = frozenset(normalize_name(n) for n in deny)
         self.strict = strict
+        self._isolation = Isolation(
+            seconds=limits.plugin_load_timeout, output_chars=limits.max_plugin_output_chars
+        )
         self._infos: list[PluginInfo] = []
+        self._printed: dict[str, tuple[str, int]] = {}  # name -> (kept, total chars)
         self._objects: dict[str, object] = {}
         self._registry = Registry()
         self._loaded = False
@@ -129,16 +140,22 @@ class PluginManager:
         builtins: bool = True,
         entry_points: bool = True,
     ) -> PluginManager:
-        """A manager configured from ``BACKLINE_PLUGINS``, ``BACKLINE_DISABLE_PLUGINS``
-        and ``BACKLINE_STRICT_PLUGINS`` (not loaded yet: call ``load()``)."""
+        """A manager configured from ``BACKLINE_PLUGINS``, ``BACKLINE_DISABLE_PLUGINS``,
+        ``BACKLINE_STRICT_PLUGINS`` and ``BACKLINE_PLUGIN_LOAD_TIMEOUT`` (not loaded
+        yet: call ``load()``)."""
         env = os.environ if environ is None else environ
-        return cls(
+        limits, problem = _limits_from(env.get(ENV_LOAD_TIMEOUT))
+        manager = cls(
             builtins=builtins,
             entry_points=entry_points,
             allow=parse_name_list(env.get(ENV_ALLOW)),
             deny=parse_name_list(env.get(ENV_DENY)) or (),
             strict=env.get(ENV_STRICT, "").strip().lower() in _TRUE,
+            limits=limits,
         )
+        if problem:
+            manager._warn(problem)
+        return manager
 
     # -- the pluggy side ------------------------------------------------------------
     @property
@@ -164,8 +181,9 @@ class PluginManager:
             candidates += _entry_point_candidates(self._warn)
         self._check_selection(candidates)
         before = len(self._infos)
-        for candidate in candidates:
-            self._load_candidate(candidate)
+        with self._isolation.stdout():
+            for candidate in candidates:
+                self._load_candidate(candidate)
         failed = [i for i in self._infos[before:] if i.status == "failed"]
         if self.strict and failed:
             lines = "\n".join(f"  - {i.name}: {i.error}" for i in failed)
@@ -196,7 +214,8 @@ class PluginManager:
             module=getattr(plugin, "__name__", None) if inspect.ismodule(plugin) else None,
         )
         if self._claim_name(info):
-            self._install(info, plugin)
+            with self._isolation.stdout():
+                self._install(info, plugin)
         if self.strict and info.status == "failed":
             raise PluginError(f"plugin '{info.name}' failed: {info.error}") from info.exception
         return info
@@ -224,13 +243,14 @@ class PluginManager:
             for name, module in BUILTIN_PLUGINS
         ]
 
-    def _selected(self, candidate: _Candidate) -> bool:
+    def _disabled_by(self, candidate: _Candidate) -> str | None:
+        """The variable that disables ``candidate``, or None if it is selected."""
         keys = {normalize_name(candidate.name)}
         if candidate.distribution:
             keys.add(normalize_name(candidate.distribution))
         if self._allow is not None and not keys & self._allow:
-            return False
-        return not keys & self._deny
+            return ENV_ALLOW
+        return ENV_DENY if keys & self._deny else None
 
     def _check_selection(self, candidates: list[_Candidate]) -> None:
         known = {normalize_name(c.name) for c in candidates}
@@ -238,6 +258,10 @@ class PluginManager:
         for env, names in ((ENV_ALLOW, self._allow or frozenset()), (ENV_DENY, self._deny)):
             for name in sorted(names - known):
                 self._warn(f"{env} names '{name}', but no plugin of that name is installed")
+        for candidate in candidates:
+            by = self._disabled_by(candidate) if candidate.builtin else None
+            if by is not None:
+                self._warn(_builtin_disabled(candidate.name, by))
 
     def _warn(self, message: str) -> None:
         self.warnings.append(message)
@@ -251,18 +275,19 @@ class PluginManager:
             module=candidate.module,
             builtin=candidate.builtin,
         )
-        if not self._selected(candidate):
+        info.disabled_by = self._disabled_by(candidate)
+        if info.disabled_by is not None:
             info.status = "disabled"
             self._infos.append(info)
             return
         if not self._claim_name(info):
             return
-        try:
-            plugin = candidate.load()
-        except (Exception, SystemExit) as e:
-            self._fail(info, e, f"{type(e).__name__}: {e}")
+        outcome = self._isolation.run(candidate.load, what=f"importing {candidate.module}")
+        self._note_printed(info, outcome)
+        if outcome.error is not None:
+            self._fail(info, outcome.error, _describe(outcome.error))
             return
-        self._install(info, plugin)
+        self._install(info, outcome.value)
 
     def _claim_name(self, info: PluginInfo) -> bool:
         """Record ``info``; False (and failed) if a loaded plugin already has its name."""
@@ -281,7 +306,7 @@ class PluginManager:
         """Register ``plugin`` with pluggy and run its registration hooks, all or nothing."""
         try:
             self._pm.register(plugin, name=info.name)
-        except Exception as e:
+        except BaseException as e:  # a plugin's attribute may raise anything
             self._fail(info, e, " ".join(_describe(e).split()))
             return
         staged = Staged(info.name)
@@ -291,14 +316,14 @@ class PluginManager:
             info.hooks = sorted(h.name for h in callers)
             for hook in REGISTRATION_HOOKS:
                 if hook in info.hooks:
-                    self._call_registration(plugin, hook, staged)
+                    self._call_registration(info, plugin, hook, staged)
             self._registry.check(staged)
         except ClashError as e:
             self._pm.unregister(plugin)
             self.clashes.append(e.clash)
             self._fail(info, e, e.clash.message)
             return
-        except (Exception, SystemExit) as e:
+        except Exception as e:
             self._pm.unregister(plugin)
             self._fail(info, e.error if isinstance(e, _HookFailed) else e, _describe(e))
             return
@@ -311,17 +336,43 @@ class PluginManager:
         if self._cli is not None and "register_commands" in info.hooks:
             self._register_commands_of(info, self._cli)
 
-    def _call_registration(self, plugin: object, hook: str, staged: Staged) -> None:
+    def _call_registration(
+        self, info: PluginInfo, plugin: object, hook: str, staged: Staged
+    ) -> None:
+        caller = self._caller_for(plugin, hook)
+        register = staged.callback(hook)
         staged.open(hook)
-        try:
-            results = self._caller_for(plugin, hook)(register=staged.callback(hook))
-        except Exception as e:
-            if isinstance(e, ClashError):
-                raise
-            raise _HookFailed(hook, e) from e
+        try:  # isolated: a hook that hangs or raises SystemExit fails this plugin only
+            outcome = self._isolation.run(
+                lambda: caller(register=register), what=f"its {hook} hook"
+            )
         finally:
-            staged.open(None)
-        _reject_awaitables(hook, results)
+            staged.open(None)  # a hook still running after its bound can register nothing
+        self._note_printed(info, outcome)
+        if isinstance(outcome.error, ClashError):
+            raise outcome.error
+        if isinstance(outcome.error, PluginTimeout):
+            raise _HookFailed(hook, outcome.error, timed_out=True)
+        if outcome.error is not None:
+            raise _HookFailed(hook, outcome.error) from outcome.error
+        _reject_awaitables(hook, outcome.value or [])
+
+    def _note_printed(self, info: PluginInfo, outcome: Outcome[Any]) -> None:
+        """Keep what a plugin printed while loading (off stdout) and say so on stderr."""
+        if not outcome.printed_chars:
+            return
+        kept, total = self._printed.get(info.name, ("", 0))
+        kept = (kept + outcome.printed)[: self._isolation.output_chars]
+        total += outcome.printed_chars
+        self._printed[info.name] = (kept, total)
+        info.printed = kept + (
+            f"[... {total - len(kept)} more characters not kept]" if total > len(kept) else ""
+        )
+        logger.warning(
+            "plugin '%s' printed while loading (kept off stdout): %s",
+            info.name,
+            " ".join(outcome.printed.split()),
+        )
 
     def _caller_for(self, plugin: object, hook: str) -> Callable[..., list[Any]]:
         others = [p for p in self._pm.get_plugins() if p is not plugin]
@@ -362,7 +413,7 @@ class PluginManager:
             if replaced:
                 first = self._registry.commands.get(replaced[0], RESERVED_OWNER)
                 raise ClashError(Clash("command", replaced[0], first, info.name))
-        except Exception as e:
+        except BaseException as e:  # even SystemExit fails this plugin only
             commands.clear()
             commands.update(before)
             self._pm.unregister(plugin)
@@ -455,8 +506,15 @@ class PluginManager:
         text = f"unknown {what} '{name}'; available: {', '.join(available) or 'none'}"
         missing = [i for i in self._infos if i.status != "loaded"]
         if missing:
-            listed = ", ".join(f"{i.name} ({i.status})" for i in missing)
-            return f"{text}. Plugins not loaded: {listed}; `backline plugins` says why"
+            listed = ", ".join(
+                f"{i.name} ({'failed' if i.status == 'failed' else i.status_text})" for i in missing
+            )
+            hint = (
+                "`backline plugins --all`"
+                if any(i.builtin for i in missing)
+                else "`backline plugins`"
+            )
+            return f"{text}. Plugins not loaded: {listed}; {hint} says why"
         return f"{text}. Install a plugin that provides it: `backline install PACKAGE`"
 
     # -- session observers ------------------------------------------------------------------
@@ -483,16 +541,42 @@ class PluginManager:
 
 
 class _HookFailed(Exception):
-    def __init__(self, hook: str, error: BaseException) -> None:
-        super().__init__(f"{hook} raised {type(error).__name__}: {error}")
+    def __init__(self, hook: str, error: BaseException, *, timed_out: bool = False) -> None:
+        super().__init__(str(error) if timed_out else f"{hook} raised {_describe(error)}")
         self.hook = hook
         self.error = error
 
 
 def _describe(error: BaseException) -> str:
-    if isinstance(error, _HookFailed):
+    if isinstance(error, (_HookFailed, PluginTimeout)):
         return str(error)
-    return f"{type(error).__name__}: {error}"
+    message = str(error)
+    return f"{type(error).__name__}: {message}" if message else type(error).__name__
+
+
+def _builtin_disabled(name: str, by: str) -> str:
+    what = {"anthropic": "the built-in Anthropic LLM (the default --llm)"}.get(
+        name, f"the built-in plugin '{name}'"
+    )
+    if by == ENV_ALLOW:
+        return (
+            f"{ENV_ALLOW} does not name '{name}', so {what} is disabled; "
+            f"add '{name}' to {ENV_ALLOW} to keep it"
+        )
+    return f"{ENV_DENY} names '{name}', so {what} is disabled"
+
+
+def _limits_from(seconds: str | None) -> tuple[Limits, str | None]:
+    """The limits with ``BACKLINE_PLUGIN_LOAD_TIMEOUT`` applied, and a warning if invalid."""
+    if seconds is None or not seconds.strip():
+        return DEFAULT_LIMITS, None
+    try:
+        return DEFAULT_LIMITS.with_(plugin_load_timeout=float(seconds)), None
+    except ValueError:
+        default = DEFAULT_LIMITS.plugin_load_timeout
+        return DEFAULT_LIMITS, (
+            f"{ENV_LOAD_TIMEOUT}={seconds!r} is not a positive number of seconds; using {default:g}"
+        )
 
 
 def _check_known(name: str, plugin: object, callers: list[pluggy.HookCaller]) -> None:

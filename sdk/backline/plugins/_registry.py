@@ -33,7 +33,17 @@ KIND_LABELS: dict[str, str] = {
 }
 
 RESERVED_OPTIONS = frozenset(
-    {"--background", "-b", "--llm", "--model", "-m", "--instructions", "--agent", "--help"}
+    {
+        "--background",
+        "-b",
+        "--llm",
+        "--model",
+        "-m",
+        "--instructions",
+        "--agent",
+        "--log-file",
+        "--help",
+    }
 )
 """Flags the front ends own (``session_options``): a plugin cannot register them."""
 
@@ -129,7 +139,10 @@ class PluginInfo:
 
     ``name`` is the entry-point name (the name ``BACKLINE_PLUGINS`` and
     ``BACKLINE_DISABLE_PLUGINS`` use); ``error`` is set when ``status`` is
-    ``"failed"``; ``exception`` is the original error, for tracebacks.
+    ``"failed"``; ``exception`` is the original error, for tracebacks;
+    ``disabled_by`` names the variable that disabled it; ``printed`` is what it
+    printed to stdout while loading (kept off stdout, cut at
+    ``Limits.max_plugin_output_chars``).
     """
 
     name: str
@@ -145,12 +158,19 @@ class PluginInfo:
     llms: list[str] = field(default_factory=list)
     commands: list[str] = field(default_factory=list)
     options: list[str] = field(default_factory=list)
+    disabled_by: str | None = None
+    printed: str | None = None
     exception: BaseException | None = field(default=None, repr=False, compare=False)
 
     @property
     def status_text(self) -> str:
-        """``loaded``, ``disabled`` or ``failed: <error>``."""
-        return f"failed: {self.error}" if self.status == "failed" else self.status
+        """``loaded``, ``failed: <error>`` or ``disabled: <why>``."""
+        if self.status == "failed":
+            return f"failed: {self.error}"
+        if self.status == "disabled" and self.disabled_by is not None:
+            how = "not named in" if self.disabled_by == "BACKLINE_PLUGINS" else "named in"
+            return f"disabled: {how} {self.disabled_by}"
+        return self.status
 
     def registered(self) -> dict[str, list[str]]:
         return {
@@ -171,6 +191,8 @@ class PluginInfo:
             "builtin": self.builtin,
             "status": self.status,
             "error": self.error,
+            "disabled_by": self.disabled_by,
+            "printed": self.printed,
             "hooks": list(self.hooks),
             **self.registered(),
         }

@@ -105,6 +105,7 @@ class Output:
         self._handler = handler
         self._stopping = stopping
         self.gone = False
+        self.aborted = False  # we closed the connection mid-response (``abort``)
 
     def wait(self, seconds: float) -> bool:
         """Wait ``seconds``; ``False`` (and ``gone``) if the client disconnected or we stop."""
@@ -159,7 +160,18 @@ class Output:
         headers: dict[str, str] | None = None,
         head: bool = False,
     ) -> None:
-        data = json.dumps(body).encode()
+        self.body(status, json.dumps(body).encode(), request_id, headers=headers, head=head)
+
+    def body(
+        self,
+        status: int,
+        data: bytes,
+        request_id: str,
+        *,
+        headers: dict[str, str] | None = None,
+        head: bool = False,
+    ) -> None:
+        """A whole response with ``data`` as its body (sent as JSON, whatever it is)."""
         all_headers = {
             "content-type": "application/json",
             "content-length": str(len(data)),
@@ -198,6 +210,12 @@ class Output:
             self.gone = True
             return False
         return True
+
+    def abort(self) -> None:
+        """Close the connection now, mid-response (a dropped connection)."""
+        self.aborted = True
+        self._handler.close_connection = True
+        shutdown_socket(self._handler.connection)
 
     def end_stream(self) -> None:
         if self.gone:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, TypeAlias
+from typing import Any, Literal, TypeAlias
 
 from .scripted_llm import ScriptedResponse
 
@@ -51,6 +51,12 @@ _STATUS_OF_TYPE: dict[str, int] = {
 }
 
 
+StreamEnd: TypeAlias = Literal["complete", "stall", "cut", "malformed"]
+
+#: What ``malformed_event`` sends by default: a text delta cut off mid-JSON.
+MALFORMED_DATA = '{"type": "content_block_delta", "index": 0, "delta": {"type": "text_del'
+
+
 @dataclass(frozen=True)
 class AnthropicToolCall:
     """One ``tool_use`` block. ``input`` as a dict, or raw JSON text sent verbatim."""
@@ -73,10 +79,14 @@ class AnthropicResponse:
 
     A 200 message (``text`` then ``tool_calls``), an HTTP error (``status`` >= 400),
     or a stream that fails with an ``error`` event after its content
-    (``stream_error``). ``delay`` is waited before the status line, ``chunk_delay``
-    between streamed deltas. Text is streamed word by word, or ``chunk_size``
-    characters at a time; tool inputs in ``json_pieces`` ``input_json_delta`` pieces
-    (or ``json_chunk_size`` characters at a time).
+    (``stream_error``). ``stream_end`` says how a stream ends after its text:
+    ``"complete"`` (the API's events through ``message_stop``), ``"stall"`` (only
+    ``ping`` events every ``ping_interval`` seconds, never an end), ``"cut"`` (the
+    connection is closed mid-body) or ``"malformed"`` (an event whose data is
+    ``malformed_data``, not JSON). ``delay`` is waited before the status line,
+    ``chunk_delay`` between streamed deltas. Text is streamed word by word, or
+    ``chunk_size`` characters at a time; tool inputs in ``json_pieces``
+    ``input_json_delta`` pieces (or ``json_chunk_size`` characters at a time).
     """
 
     text: str = ""
@@ -94,6 +104,9 @@ class AnthropicResponse:
     chunk_size: int = 0
     json_pieces: int = 3
     json_chunk_size: int = 0
+    stream_end: StreamEnd = "complete"
+    ping_interval: float = 0.5
+    malformed_data: str = ""
 
     @property
     def is_error(self) -> bool:
@@ -222,6 +235,55 @@ def stream_error(
     )
 
 
+def stalled_stream(
+    *,
+    text: str = "",
+    ping_interval: float = 0.5,
+    delay: float = 0.0,
+    chunk_delay: float = 0.0,
+) -> AnthropicResponse:
+    """A 200 stream that sends ``message_start``, then ``text`` (if any), then only
+    ``ping`` events, one every ``ping_interval`` seconds, and never ends: until the
+    client goes away or the server stops. A non-streaming request waits the same way
+    and is never answered."""
+    return AnthropicResponse(
+        text=text,
+        stream_end="stall",
+        ping_interval=ping_interval,
+        delay=delay,
+        chunk_delay=chunk_delay,
+    )
+
+
+def cut_stream(
+    *, text: str = "", delay: float = 0.0, chunk_delay: float = 0.0
+) -> AnthropicResponse:
+    """A 200 stream that sends ``text`` and then closes the connection mid-body: no
+    ``content_block_stop``, ``message_delta`` or ``message_stop``, and no end of the
+    chunked body (a dropped connection). A non-streaming request's connection is
+    closed without an answer."""
+    return AnthropicResponse(text=text, stream_end="cut", delay=delay, chunk_delay=chunk_delay)
+
+
+def malformed_event(
+    data: str = MALFORMED_DATA,
+    *,
+    text: str = "",
+    delay: float = 0.0,
+    chunk_delay: float = 0.0,
+) -> AnthropicResponse:
+    """A 200 stream that sends ``text``, then a ``content_block_delta`` event whose
+    ``data`` is ``data`` (by default JSON cut off mid-way), then ends the body. A
+    non-streaming request gets a 200 whose body is ``data``."""
+    return AnthropicResponse(
+        text=text,
+        stream_end="malformed",
+        malformed_data=data,
+        delay=delay,
+        chunk_delay=chunk_delay,
+    )
+
+
 ResponseLike: TypeAlias = AnthropicResponse | ScriptedResponse | str
 
 
@@ -235,6 +297,14 @@ def coerce_response(value: ResponseLike) -> AnthropicResponse:
         if value.error is not None:
             status = getattr(value.error, "status", None)
             code = status if isinstance(status, int) and status >= 400 else 500
+            if value.text:  # fails after its text: an ``error`` event mid-stream
+                return stream_error(
+                    ERROR_TYPES.get(code, "api_error"),
+                    str(value.error),
+                    text=value.text,
+                    delay=value.delay,
+                    chunk_delay=value.chunk_delay,
+                )
             return error(code, message=str(value.error), delay=value.delay)
         return AnthropicResponse(
             text=value.text,
@@ -248,7 +318,8 @@ def coerce_response(value: ResponseLike) -> AnthropicResponse:
         )
     raise TypeError(
         "a FakeAnthropicServer script item must be text(...), tool_calls(...), error(...), "
-        f"stream_error(...) or a string, got {type(value).__name__}"
+        "stream_error(...), stalled_stream(...), cut_stream(...), malformed_event(...) or a "
+        f"string, got {type(value).__name__}"
     )
 
 

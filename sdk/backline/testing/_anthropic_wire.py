@@ -12,14 +12,20 @@ from ._anthropic_script import AnthropicRequest, AnthropicResponse
 
 @dataclass(frozen=True)
 class SseStep:
-    """One server-sent event, sent after waiting ``delay`` seconds."""
+    """One server-sent event, sent after waiting ``delay`` seconds (``raw``: data sent
+    as it is instead of ``data`` as JSON)."""
 
     delay: float
     event: str
     data: dict[str, Any]
+    raw: str | None = None
 
     def encode(self) -> bytes:
-        return f"event: {self.event}\ndata: {json.dumps(self.data)}\n\n".encode()
+        data = json.dumps(self.data) if self.raw is None else self.raw
+        return f"event: {self.event}\ndata: {data}\n\n".encode()
+
+
+PING = SseStep(0.0, "ping", {"type": "ping"})
 
 
 def estimate_tokens(value: Any) -> int:
@@ -126,7 +132,7 @@ def stream_steps(
     message["usage"] = {**start_usage, "output_tokens": 1}
     steps = [
         SseStep(0.0, "message_start", {"type": "message_start", "message": message}),
-        SseStep(0.0, "ping", {"type": "ping"}),
+        PING,
     ]
     pause = response.chunk_delay
     index = 0
@@ -154,13 +160,18 @@ def stream_steps(
                     },
                 )
             )
-        if response.stream_error is None:
+        if response.stream_error is None and response.stream_end == "complete":
             steps.append(_block_stop(index))
         index += 1
     if response.stream_error is not None:
         body = response.error_body(request_id)
         steps.append(SseStep(pause, "error", body))
         return steps
+    if response.stream_end == "malformed":
+        steps.append(SseStep(pause, "content_block_delta", {}, raw=response.malformed_data))
+        return steps
+    if response.stream_end != "complete":
+        return steps  # "stall" and "cut": the server goes on from here
     for call, call_id in zip(response.tool_calls, tool_ids, strict=True):
         steps.append(
             SseStep(

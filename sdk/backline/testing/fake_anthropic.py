@@ -14,8 +14,9 @@ without the network::
         assert server.requests[0].last_user_text == "hi"
 
 Scripts work like ``ScriptedLLM``: a list of responses (``text``, ``tool_calls``,
-``error``, ``stream_error`` or a plain string) or a callable ``request -> response``
-(called on a server thread, one call at a time). See docs/fake-anthropic.md.
+``error``, ``stream_error``, ``stalled_stream``, ``cut_stream``, ``malformed_event``
+or a plain string) or a callable ``request -> response`` (called on a server
+thread, one call at a time). See docs/fake-anthropic.md.
 """
 
 from __future__ import annotations
@@ -35,6 +36,7 @@ from typing import Any
 
 from ._anthropic_http import Handler, HTTPServer, Output, read_body, shutdown_socket
 from ._anthropic_script import (
+    MALFORMED_DATA,
     AnthropicRequest,
     AnthropicResponse,
     AnthropicToolCall,
@@ -42,14 +44,18 @@ from ._anthropic_script import (
     ResponseLike,
     claude_code_side_request,
     coerce_response,
+    cut_stream,
     default_side_response,
     error,
     example_for_schema,
+    malformed_event,
+    stalled_stream,
     stream_error,
     text,
     tool_calls,
 )
 from ._anthropic_wire import (
+    PING,
     estimate_tokens,
     message_json,
     stream_steps,
@@ -59,6 +65,7 @@ from .scripted_llm import ScriptedResponse
 
 __all__ = [
     "CLAUDE_CODE_CLEARED_ENV",
+    "MALFORMED_DATA",
     "AnthropicRequest",
     "AnthropicResponse",
     "AnthropicToolCall",
@@ -66,9 +73,12 @@ __all__ = [
     "Responder",
     "ResponseLike",
     "claude_code_side_request",
+    "cut_stream",
     "default_side_response",
     "error",
     "example_for_schema",
+    "malformed_event",
+    "stalled_stream",
     "stream_error",
     "text",
     "tool_calls",
@@ -413,7 +423,7 @@ class FakeAnthropicServer:
                     request.disconnected = True
                     self._disconnects.append(request)
                     self.disconnected.set()
-                else:
+                elif not out.aborted:
                     request.completed = True
                 self._changed.notify_all()
 
@@ -461,9 +471,18 @@ class FakeAnthropicServer:
             return
         message_id = self._next_id("msg")
         tool_ids = [c.id or self._next_id("toolu") for c in response.tool_calls]
+        end = response.stream_end
         if not request.stream:
-            body = message_json(response, request, message_id=message_id, tool_ids=tool_ids)
-            out.json(200, body, request_id, headers=headers)
+            if end == "stall":
+                while out.wait(response.ping_interval):
+                    pass
+            elif end == "cut":
+                out.abort()
+            elif end == "malformed":
+                out.body(200, response.malformed_data.encode(), request_id, headers=headers)
+            else:
+                body = message_json(response, request, message_id=message_id, tool_ids=tool_ids)
+                out.json(200, body, request_id, headers=headers)
             return
         steps = stream_steps(
             response, request, message_id=message_id, tool_ids=tool_ids, request_id=request_id
@@ -472,7 +491,14 @@ class FakeAnthropicServer:
         for step in steps:
             if not out.wait(step.delay) or not out.chunk(step.encode()):
                 return
-        out.end_stream()
+        if end == "stall":
+            ping = PING.encode()
+            while out.wait(response.ping_interval) and out.chunk(ping):
+                pass
+        elif end == "cut":
+            out.abort()
+        else:
+            out.end_stream()
 
 
 def _internal_error(message: str) -> AnthropicResponse:

@@ -25,7 +25,8 @@ class ScriptedToolCall:
 
 @dataclass(frozen=True)
 class ScriptedResponse:
-    """One scripted answer: text and/or tool calls, or an error; after ``delay`` seconds."""
+    """One scripted answer: text and/or tool calls, or an error (after its text, if any);
+    after ``delay`` seconds."""
 
     text: str = ""
     tool_calls: tuple[ScriptedToolCall, ...] = ()
@@ -61,9 +62,19 @@ def tool_calls(
     return ScriptedResponse(text=text, tool_calls=parsed, delay=delay, chunk_delay=chunk_delay)
 
 
-def error(exc: BaseException, *, delay: float = 0.0) -> ScriptedResponse:
-    """The request fails with ``exc`` after ``delay`` seconds."""
-    return ScriptedResponse(error=exc, delay=delay)
+def error(
+    exc: BaseException,
+    *,
+    delay: float = 0.0,
+    text: str = "",
+    chunk_delay: float = 0.0,
+    chunk_size: int = 0,
+) -> ScriptedResponse:
+    """The request fails with ``exc`` after ``delay`` seconds; with ``text``, after
+    streaming that text first (a reply cut off mid-way)."""
+    return ScriptedResponse(
+        text=text, error=exc, delay=delay, chunk_delay=chunk_delay, chunk_size=chunk_size
+    )
 
 
 @dataclass
@@ -170,13 +181,15 @@ class ScriptedLLM:
         response = await self._next_response(request)
         if response.delay:
             await asyncio.sleep(response.delay)
-        if response.error is not None:
+        if response.error is not None and not response.text:
             raise response.error
         if response.text:
             for i, piece in enumerate(_chunks(response.text, response.chunk_size)):
                 if i and response.chunk_delay:
                     await asyncio.sleep(response.chunk_delay)
                 yield TextDelta(piece)
+        if response.error is not None:
+            raise response.error
         for call in response.tool_calls:
             if response.chunk_delay:
                 await asyncio.sleep(response.chunk_delay)

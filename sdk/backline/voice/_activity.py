@@ -401,7 +401,8 @@ class AgentActivity:
                 msg = ChatMessage(
                     role="assistant",
                     content=result.text,
-                    interrupted=result.interrupted,
+                    # A reply the model failed to finish is cut off, as by a barge-in.
+                    interrupted=result.interrupted or error is not None,
                     created_at=step.text_at or time.time(),
                 )
                 self.record([msg], speech)
@@ -448,7 +449,9 @@ class AgentActivity:
                             step.over_limit = True
                             continue
                         call = FunctionCall(
-                            call_id=chunk.call_id, name=chunk.name, arguments=chunk.arguments
+                            call_id=runner.unique_call_id(chunk.call_id, chunk.name),
+                            name=chunk.name,
+                            arguments=chunk.arguments,
                         )
                         self.record([call], speech)
                         step.calls.append(runner.start(self, speech, call, tools))

@@ -7,8 +7,9 @@ import logging
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from ..llm.chat_context import FunctionCall, FunctionCallOutput
-from ..llm.tool_output import serialize_tool_output, validate_tool_output
+from ..limits import truncate_text
+from ..llm.chat_context import FunctionCall, FunctionCallOutput, new_id
+from ..llm.tool_output import render_tool_output
 from ..llm.tools import FunctionTool, StopResponse, ToolError
 from ._context import current_call
 from ._reply_scheduler import Pending, ReplyScheduler
@@ -83,6 +84,7 @@ class CallState:
             raise TypeError("a tool update must be a string")
         runner = self.runner
         cid = self.call.call_id
+        message = runner.capped(message, self.call.name, f"an update of tool '{self.call.name}'")
         async with self._lock:
             if not self.detached:
                 self.detached = True
@@ -119,6 +121,31 @@ class ToolRunner:
         )
         self.update_template = update_template
         self.running: set[CallState] = set()
+        self._call_ids: set[str] | None = None  # every call id in the history (built lazily)
+
+    def unique_call_id(self, call_id: str, name: str) -> str:
+        """``call_id``, or a fresh id when it is empty or already in the session's history
+        (a model or an adapter that repeats ids): each call pairs with its own output."""
+        taken = self._call_ids
+        if taken is None:
+            items = self.session.history.items
+            taken = self._call_ids = {it.call_id for it in items if isinstance(it, FunctionCall)}
+        unique = call_id
+        if not unique:
+            unique = new_id("call_")
+        elif unique in taken:
+            n = 2
+            while f"{call_id}_{n}" in taken:
+                n += 1
+            unique = f"{call_id}_{n}"
+            logger.warning(
+                "the model gave tool call %r (%s) an id that is already in use; it runs as %r",
+                call_id,
+                name,
+                unique,
+            )
+        taken.add(unique)
+        return unique
 
     def start(
         self,
@@ -185,7 +212,7 @@ class ToolRunner:
         try:
             value = await tool.invoke(call.arguments, run_ctx)
         except ToolError as e:
-            return error(e.message)
+            return error(self.capped(e.message, call.name, f"the error of tool '{call.name}'"))
         except StopResponse:
             return ToolOutcome(None, stop_response=True)
         except asyncio.CancelledError:
@@ -208,8 +235,12 @@ class ToolRunner:
             and not isinstance(value[0], Agent)
         ):
             value, handoff = value[0], value[1]
+        what = f"the return value of tool '{call.name}'"
+        limits = self.session.limits
         try:
-            validate_tool_output(value, what=f"the return value of tool '{call.name}'")
+            text, cut = render_tool_output(
+                value, limits.max_tool_output_chars, what=what, max_depth=limits.max_value_depth
+            )
         except ValueError as e:
             return ToolOutcome(
                 FunctionCallOutput(
@@ -217,14 +248,33 @@ class ToolRunner:
                 ),
                 handoff=handoff,
             )
+        if cut:
+            self._warn_cut(call.name, what)
         if handoff is not None and value is None:
             text = f"Transferred the conversation to {handoff.label}."
-        else:
-            text = serialize_tool_output(value)
         return ToolOutcome(
             FunctionCallOutput(call_id=call.call_id, name=call.name, output=text),
             handoff=handoff,
             returned_none=value is None,
+        )
+
+    def capped(self, text: str, name: str, what: str) -> str:
+        """``text`` cut at ``Limits.max_tool_output_chars`` (with a marker; logged)."""
+        out, cut = truncate_text(text, self.session.limits.max_tool_output_chars, what)
+        if cut:
+            self._warn_cut(name, what)
+        return out
+
+    def _warn_cut(self, name: str, what: str) -> None:
+        limit = self.session.limits.max_tool_output_chars
+        logger.warning(
+            "%s is longer than %d characters (Limits.max_tool_output_chars): the model "
+            "reads it cut, with a marker. Make tool %r return less (a summary, or one "
+            "page of results), or raise the bound: Session(limits=Limits("
+            "max_tool_output_chars=...)).",
+            what[:1].upper() + what[1:],
+            limit,
+            name,
         )
 
     async def _finish_deferred(self, state: CallState, outcome: ToolOutcome) -> None:
@@ -246,6 +296,8 @@ class ToolRunner:
     async def enqueue_pair(
         self, state: CallState, call_id: str, text: str, *, is_error: bool
     ) -> None:
+        if self._call_ids is not None:
+            self._call_ids.add(call_id)
         call = FunctionCall(call_id=call_id, name=state.call.name, arguments="{}")
         out = FunctionCallOutput(
             call_id=call_id, name=state.call.name, output=text, is_error=is_error

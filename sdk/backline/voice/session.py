@@ -7,6 +7,7 @@ import logging
 from collections.abc import Callable, Iterable, Sequence
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
+from ..limits import DEFAULT_LIMITS, Limits
 from ..llm.chat_context import ChatContext, ChatItem, ChatMessage
 from ..llm.llm import LLM
 from ..llm.realtime import RealtimeSession
@@ -52,7 +53,8 @@ class Session(Generic[UserdataT]):
     ends push user turns (``push_user_turn``) and speech signals
     (``user_started_speaking`` / ``user_stopped_speaking``) and receive the
     agent's words through ``output``; tests use ``run(user_input=...)``.
-    ``aclose()`` is bounded and never hangs.
+    ``aclose()`` is bounded and never hangs. ``limits`` bounds what the session
+    accepts (tool outputs, background sends and state; see ``backline.Limits``).
     """
 
     def __init__(
@@ -68,9 +70,13 @@ class Session(Generic[UserdataT]):
         output: TextOutput | None = None,
         realtime: RealtimeSession | None = None,
         max_tool_steps_message: str = MAX_TOOL_STEPS_MESSAGE,
+        limits: Limits | None = None,
     ) -> None:
         if max_tool_steps < 0:
             raise ValueError("max_tool_steps must be >= 0")
+        if limits is not None and not isinstance(limits, Limits):
+            raise TypeError(f"limits must be a backline.Limits, got {type(limits).__name__}")
+        self.limits: Limits = limits if limits is not None else DEFAULT_LIMITS
         self._llm = llm
         self._tools: list[FunctionTool] = list(tools)
         check_tool_names(self._tools, where="Session tools")

@@ -18,7 +18,8 @@ from ._command import build_web_command
 from .protocol import PROTOCOL_VERSION, SUBPROTOCOL
 
 if TYPE_CHECKING:
-    from .server import TabFactory, WebServer, is_loopback, serve_web
+    from ._access import is_loopback
+    from .server import TabFactory, WebServer, serve_web
 
 __all__ = [
     "PROTOCOL_VERSION",

@@ -22,6 +22,16 @@ with your audio.
 """
 
 
+def _check_token(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
+    from ._access import check_token
+
+    try:
+        check_token(value)
+    except ValueError as e:
+        raise click.BadParameter(str(e)) from None
+    return value
+
+
 def build_web_command(
     session_options: Callable[[Callable[..., Any]], Callable[..., Any]],
     build_session: Callable[[Any], tuple[Session[Any], Agent]],
@@ -46,18 +56,32 @@ def build_web_command(
         "see docs/web.md before changing it.",
     )
     @click.option(
+        "--allow-host",
+        "allow_hosts",
+        multiple=True,
+        metavar="NAME",
+        help="Also answer to this host name (repeatable): the name a browser uses to reach "
+        "the server through a reverse proxy or DNS. Other names are refused (DNS rebinding).",
+    )
+    @click.option(
         "--port",
         type=click.IntRange(0, 65535),
         default=0,
         show_default=True,
         help="Port to listen on (0: any free port).",
     )
-    @click.option("--open", "open_browser", is_flag=True, help="Open the page in the browser.")
+    @click.option(
+        "--open",
+        "open_browser",
+        is_flag=True,
+        help="Open the page in the browser (with a one-time sign-in link, not the token).",
+    )
     @click.option(
         "--token",
         envvar="BACKLINE_WEB_TOKEN",
         metavar="TOKEN",
-        help="Access token (default: a new random one at every start).",
+        callback=_check_token,
+        help="Access token, at least 16 characters (default: a new random one at every start).",
     )
     @click.option(
         "--max-tabs",
@@ -69,6 +93,7 @@ def build_web_command(
     def web(
         session_options: Any,
         host: str,
+        allow_hosts: tuple[str, ...],
         port: int,
         open_browser: bool,
         token: str | None,
@@ -88,6 +113,7 @@ def build_web_command(
                 await serve_web(
                     factory,
                     host=host,
+                    allow_hosts=allow_hosts,
                     port=port,
                     token=token,
                     open_browser=open_browser,

@@ -1,4 +1,10 @@
-"""One browser tab: its own session, the events it forwards and the messages it reads."""
+"""One browser tab: its own session, the events it forwards and the messages it reads.
+
+What goes to the page waits in a ``BoundedQueue`` (``Limits.max_web_queue_messages`` and
+``max_web_queue_bytes``): a page that stops reading cannot grow the server. Background
+states coalesce (the latest per background is sent, built when it is sent); a tab
+that falls further behind than the bounds is dropped with close code 4008.
+"""
 
 from __future__ import annotations
 
@@ -6,12 +12,17 @@ import asyncio
 import contextlib
 import json
 import logging
-from typing import TYPE_CHECKING, Any
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, TypeAlias
 
 from starlette.websockets import WebSocket, WebSocketDisconnect
 
+from ..._queue import BoundedQueue, QueueFull
+from ...limits import DEFAULT_LIMITS, Limits
 from ...llm.chat_context import AgentHandoff, ChatMessage, FunctionCall
-from .._view import shorten, summarize_state
+from ...voice._tasks import cancel_and_wait, first_completed
+from .._diagnostics import describe_error
+from .._view import preview_state, shorten, summarize_state
 from . import protocol
 from ._output import WebOutput
 
@@ -26,8 +37,43 @@ CLOSE_TIMEOUT = 10.0
 WRITER_DRAIN_TIMEOUT = 2.0
 MAX_REMEMBERED_SPEECHES = 256
 TOOL_TEXT_WIDTH = 200
+CLOSE_TOO_FAR_BEHIND = 4008
+"""The close code of a tab dropped because its page stopped reading."""
 
-_CLOSE_SOCKET = object()
+
+@dataclass(frozen=True)
+class _Close:
+    """Send ``last`` (encoded messages), then close the socket with ``code``: the writer's
+    last item (one item, so it always fits in the queue)."""
+
+    code: int
+    reason: str = ""
+    last: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class _State:
+    """A background's latest state, made into a message only when it is sent."""
+
+    background_id: str
+    state: Any
+
+
+_Outgoing: TypeAlias = "str | _State | _Close"
+_SESSION_ENDED = _Close(1000)
+
+
+def _size(item: _Outgoing) -> int:
+    # A state is held once per background (coalesced) and counted when it is encoded.
+    return len(item) if isinstance(item, str) else 0
+
+
+def state_message(background_id: str, state: Any, max_chars: int) -> protocol.ServerMessage:
+    """The page's message for a background's state, its copy cut to ``max_chars`` (built
+    when the writer sends it, so a chatty background costs one preview per send)."""
+    return protocol.background_state(
+        background_id, preview_state(state, max_chars), summarize_state(state)
+    )
 
 
 def _remember(table: dict[str, str], key: str, value: str) -> None:
@@ -56,13 +102,26 @@ class WebTab:
     """
 
     def __init__(
-        self, websocket: WebSocket, session: Session[Any], agent: Agent, tab_id: str
+        self,
+        websocket: WebSocket,
+        session: Session[Any],
+        agent: Agent,
+        tab_id: str,
+        *,
+        limits: Limits = DEFAULT_LIMITS,
+        grant: str | None = None,
     ) -> None:
         self.id = tab_id
         self.session = session
+        self.limits = limits
+        self.grant = grant
+        """How the page signed in (the token, or which sign-in code)."""
         self._ws = websocket
         self._agent = agent
-        self._outbox: asyncio.Queue[object] = asyncio.Queue()
+        self._outbox: BoundedQueue[_Outgoing] = BoundedQueue(
+            max_items=limits.max_web_queue_messages, max_cost=limits.max_web_queue_bytes, cost=_size
+        )
+        self._ended: asyncio.Future[None] = asyncio.get_running_loop().create_future()
         self._sources: dict[str, str] = {}
         self._background_of: dict[str, str] = {}
         self.output = WebOutput(self._send, self._describe)
@@ -70,8 +129,47 @@ class WebTab:
         self._listen()
 
     # -- session → page -----------------------------------------------------------------------
+    @property
+    def ended(self) -> bool:
+        """Whether the server ended this tab (``end``): it sends the page nothing more."""
+        return self._ended.done()
+
     def _send(self, message: protocol.ServerMessage) -> None:
-        self._outbox.put_nowait(message)
+        self._enqueue(protocol.encode(message))
+
+    def _enqueue(self, item: _Outgoing, key: tuple[str, str] | None = None) -> None:
+        if self.ended:
+            return  # the page will see nothing more: the tab is closing
+        try:
+            self._outbox.put(item, key=key)
+        except QueueFull:
+            waiting, size = len(self._outbox), self._outbox.cost
+            logger.warning(
+                "web: tab %s fell too far behind (%d messages, %d bytes not read by the "
+                "page); closing it",
+                self.id,
+                waiting,
+                size,
+            )
+            self.end(
+                f"this page fell too far behind: {waiting} messages ({size:,} bytes) were "
+                "waiting to be sent, so the conversation was closed. Reload the page to start "
+                "a new one.",
+                code=CLOSE_TOO_FAR_BEHIND,
+                reason="too_far_behind",
+            )
+
+    def end(self, message: str, *, code: int, reason: str) -> None:
+        """End the tab from the server's side: what waits for the page is dropped, the page
+        gets ``error`` (``message``) and ``closed`` (``reason``), then close ``code``;
+        ``run()`` then closes the session."""
+        if self.ended:
+            return
+        self._outbox.clear()
+        error = protocol.error(message, source="server", recoverable=False)
+        last = (protocol.encode(error), protocol.encode(protocol.closed(reason)))
+        self._outbox.put(_Close(code, reason.replace("_", " "), last))
+        self._ended.set_result(None)
 
     def _describe(self, speech_id: str) -> tuple[str | None, str | None]:
         return self._sources.get(speech_id), self._background_of.get(speech_id)
@@ -86,8 +184,8 @@ class WebTab:
         s.on("background_message", self._on_background_message)
         s.on(
             "background_state",
-            lambda ev: self._send(
-                protocol.background_state(ev.background_id, ev.state, summarize_state(ev.state))
+            lambda ev: self._enqueue(
+                _State(ev.background_id, ev.state), key=("state", ev.background_id)
             ),
         )
         s.on(
@@ -145,12 +243,12 @@ class WebTab:
         )
 
     def _on_error(self, ev: Any) -> None:
-        message = str(ev.error) or type(ev.error).__name__
+        message = describe_error(ev.error)  # worded for the user; the server log has details
         self._send(protocol.error(message, source=ev.source, recoverable=ev.recoverable))
 
     def _on_close(self, ev: Any) -> None:
         self._send(protocol.closed(ev.reason))
-        self._outbox.put_nowait(_CLOSE_SOCKET)
+        self._enqueue(_SESSION_ENDED)
 
     def hello(self) -> protocol.ServerMessage:
         s = self.session
@@ -170,13 +268,22 @@ class WebTab:
 
     async def _write_loop(self) -> None:
         while True:
-            message = await self._outbox.get()
+            item = await self._outbox.get()
             try:
-                if message is _CLOSE_SOCKET:
-                    await self._ws.close(1000)
+                if isinstance(item, _Close):
+                    for text in item.last:
+                        await self._ws.send_text(text)
+                    await self._ws.close(item.code, item.reason)
                     return
-                assert isinstance(message, dict)
-                await self._ws.send_text(protocol.encode(message))
+                if isinstance(item, _State):
+                    item = protocol.encode(
+                        state_message(
+                            item.background_id,
+                            item.state,
+                            self.session.limits.max_page_state_chars,
+                        )
+                    )
+                await self._ws.send_text(item)
             except (WebSocketDisconnect, RuntimeError, OSError):
                 return  # the page is gone; the read loop sees it too
 
@@ -192,15 +299,25 @@ class WebTab:
                 logger.exception("web: the session of tab %s failed to start", self.id)
                 self._send(protocol.error(f"the session failed to start: {e}", source="session"))
                 self._send(protocol.closed("error"))
-                self._outbox.put_nowait(_CLOSE_SOCKET)
+                self._enqueue(_SESSION_ENDED)
                 return
-            await self._read_loop()
+            await self._read_until_done()
         finally:
             self.output.disconnected()
             await self.close_session()
-            self._outbox.put_nowait(_CLOSE_SOCKET)  # flush what is queued, if the page is there
+            self._enqueue(_SESSION_ENDED)  # flush what is queued, if the page is there
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(writer, WRITER_DRAIN_TIMEOUT)
+
+    async def _read_until_done(self) -> None:
+        """Read until the page goes away, or until the server ends the tab."""
+        reader = asyncio.create_task(self._read_loop(), name=f"web tab {self.id} reader")
+        try:
+            await first_completed(reader, self._ended)
+        finally:
+            await cancel_and_wait([reader], owner=f"web tab {self.id}")
+        if reader.done() and not reader.cancelled():
+            reader.result()  # what broke the read loop, if anything
 
     async def close_session(self) -> None:
         """Close this tab's session; bounded, idempotent."""
@@ -223,7 +340,7 @@ class WebTab:
             if raw is None:
                 raw = message.get("bytes") or b""
             try:
-                self._dispatch(protocol.parse_client_message(raw))
+                self._dispatch(protocol.parse_client_message(raw, self.limits))
             except protocol.ProtocolError as e:
                 self._send(protocol.error(str(e), source="protocol"))
 

@@ -19,10 +19,10 @@ import json
 from dataclasses import dataclass
 from typing import Any, Literal, TypeAlias
 
+from ...limits import DEFAULT_LIMITS, Limits
+
 PROTOCOL_VERSION = 1
 SUBPROTOCOL = f"backline.v{PROTOCOL_VERSION}"
-MAX_TURN_CHARS = 10_000
-MAX_MESSAGE_BYTES = 256 * 1024
 
 
 class ProtocolError(ValueError):
@@ -72,14 +72,19 @@ ClientMessage: TypeAlias = (
 )
 
 
-def parse_client_message(raw: str | bytes) -> ClientMessage:
-    """Parse and validate one client message; raises ``ProtocolError`` saying what is wrong."""
-    if len(raw) > MAX_MESSAGE_BYTES:
-        raise ProtocolError(f"message too large (more than {MAX_MESSAGE_BYTES} bytes)")
+def parse_client_message(raw: str | bytes, limits: Limits = DEFAULT_LIMITS) -> ClientMessage:
+    """Parse and validate one client message; raises ``ProtocolError`` saying what is wrong
+    (never another exception, whatever ``raw`` holds)."""
+    if len(raw) > limits.max_web_message_bytes:
+        raise ProtocolError(f"message too large (more than {limits.max_web_message_bytes} bytes)")
     try:
         data = json.loads(raw)
     except (ValueError, UnicodeDecodeError) as e:
         raise ProtocolError(f"not JSON: {e}") from None
+    except RecursionError:
+        raise ProtocolError(
+            "not a protocol message: JSON nested too deeply (messages are flat objects)"
+        ) from None
     if not isinstance(data, dict):
         raise ProtocolError("a message must be a JSON object with a 'type'")
     kind = data.get("type")
@@ -87,8 +92,10 @@ def parse_client_message(raw: str | bytes) -> ClientMessage:
         text = _field(data, "text", str).strip()
         if not text:
             raise ProtocolError("user_turn: 'text' is empty")
-        if len(text) > MAX_TURN_CHARS:
-            raise ProtocolError(f"user_turn: 'text' is longer than {MAX_TURN_CHARS} characters")
+        if len(text) > limits.max_user_turn_chars:
+            raise ProtocolError(
+                f"user_turn: 'text' is longer than {limits.max_user_turn_chars} characters"
+            )
         return UserTurn(text=text)
     if kind == "user_started_speaking":
         return UserStartedSpeaking()

@@ -1,5 +1,6 @@
 """The web front end's server: the page, its assets and one WebSocket per tab (Starlette on
-uvicorn), behind a random access token.
+uvicorn), behind an access gate (``_access``: Host and Origin checks, the access token,
+sign-in codes and cookies).
 
 ``WebServer`` is the server as an async context manager (tests, embedding);
 ``serve_web`` runs one until Ctrl-C, printing the URL as notebook servers do.
@@ -10,9 +11,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import functools
-import html
 import inspect
-import ipaddress
 import itertools
 import logging
 import secrets
@@ -20,20 +19,22 @@ import signal
 import socket
 import sys
 import webbrowser
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
 from importlib import resources
 from typing import TYPE_CHECKING, Any, TextIO, TypeAlias
-from urllib.parse import parse_qs, quote
+from urllib.parse import quote
 
 import uvicorn
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import PlainTextResponse, Response
 from starlette.routing import Route, WebSocketRoute
-from starlette.types import ASGIApp, Receive, Scope, Send
+from starlette.types import ASGIApp
 from starlette.websockets import WebSocket
 
+from ...limits import DEFAULT_LIMITS, Limits
 from . import protocol
+from ._access import WILDCARD_HOSTS, Access, AccessGate, check_token, grant_of, is_loopback
 from ._tab import CLOSE_TIMEOUT, WebTab
 
 if TYPE_CHECKING:
@@ -63,41 +64,8 @@ SECURITY_HEADERS = {
     "Cache-Control": "no-store",
     "Permissions-Policy": "microphone=(self)",
 }
-FORBIDDEN = (
-    "403 Forbidden: this backline web server needs its access token. Open the URL it "
-    "printed at start (…/?token=…).\n"
-)
-
-
-def is_loopback(host: str) -> bool:
-    """Whether ``host`` names only this machine (``localhost``, 127.0.0.0/8, ``::1``)."""
-    if host.lower() == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host.strip("[]")).is_loopback
-    except ValueError:
-        return False
-
-
-class _TokenGate:
-    """ASGI middleware: every HTTP request and WebSocket needs ``?token=`` (else 403)."""
-
-    def __init__(self, app: ASGIApp, token: str) -> None:
-        self._app = app
-        self._token = token.encode()
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] in ("http", "websocket"):
-            query = parse_qs(scope.get("query_string", b"").decode("latin-1"))
-            given = query.get("token", [""])[0].encode()
-            if not secrets.compare_digest(given, self._token):
-                if scope["type"] == "http":
-                    response = PlainTextResponse(FORBIDDEN, 403, headers=SECURITY_HEADERS)
-                    await response(scope, receive, send)
-                else:  # closing before the handshake answers 403
-                    await send({"type": "websocket.close", "code": 1008})
-                return
-        await self._app(scope, receive, send)
+CLOSE_SIGNED_OUT = 4003
+"""The close code of a tab whose sign-in was revoked (its sign-in link was used twice)."""
 
 
 class _QuietServer(uvicorn.Server):
@@ -112,9 +80,13 @@ class WebServer:
     """Serves the page and one session per tab; ``async with`` runs and stops it.
 
     ``factory()`` builds each tab's unstarted session and agent (it may be async).
-    The URL (``url``) carries the token; requests without it get 403. At most
-    ``max_tabs`` tabs run at once; closing a tab closes its session (bounded), and
-    leaving the context closes every session.
+    The URL (``url``) carries the token; requests without it (or the cookie the page
+    gets) get 403, and so do requests naming another host or coming from another site
+    (``allow_hosts`` adds names, for a reverse proxy; see ``_access``).
+    ``sign_in_url()`` is a one-time link without the token, for opening a browser. At
+    most ``max_tabs`` tabs run at once; closing a tab closes its session (bounded),
+    and leaving the context closes every session. ``limits`` bounds what each tab
+    reads and queues (``Limits.web_*``, ``max_user_turn_chars``).
     """
 
     def __init__(
@@ -125,14 +97,18 @@ class WebServer:
         port: int = 0,
         token: str | None = None,
         max_tabs: int = DEFAULT_MAX_TABS,
+        allow_hosts: Iterable[str] = (),
+        limits: Limits = DEFAULT_LIMITS,
     ) -> None:
-        if token is not None and not token:
-            raise ValueError("the access token must not be empty")
+        check_token(token, limits)
         if max_tabs < 1:
             raise ValueError("max_tabs must be at least 1")
         self.host = host
         self.token = token or secrets.token_urlsafe(24)
         self.max_tabs = max_tabs
+        self.limits = limits
+        self.access = Access(self.token, bind_host=host, allow_hosts=allow_hosts, limits=limits)
+        self.access.on_revoke = self._signed_out
         self._factory = factory
         self._requested_port = port
         self._port: int | None = None
@@ -143,8 +119,8 @@ class WebServer:
         self._started = asyncio.Event()
         self._server: _QuietServer | None = None
         self._task: asyncio.Task[None] | None = None
-        self._page = _read_static("index.html").decode()
-        self.app: ASGIApp = _TokenGate(self._build_app(), self.token)
+        self._page = _read_static("index.html")
+        self.app: ASGIApp = AccessGate(self._build_app(), self.access, SECURITY_HEADERS)
 
     # -- public state ---------------------------------------------------------------------------
     @property
@@ -154,8 +130,8 @@ class WebServer:
         return self._port
 
     @property
-    def url(self) -> str:
-        """The page's URL, with the token (for a wildcard host, the loopback address)."""
+    def base_url(self) -> str:
+        """``http://HOST:PORT`` (for a wildcard host, the loopback address)."""
         host = self.host
         if host in ("", "0.0.0.0"):
             host = "127.0.0.1"
@@ -163,7 +139,18 @@ class WebServer:
             host = "::1"
         if ":" in host and not host.startswith("["):
             host = f"[{host}]"
-        return f"http://{host}:{self.port}/?token={quote(self.token, safe='')}"
+        return f"http://{host}:{self.port}"
+
+    @property
+    def url(self) -> str:
+        """The page's URL, with the token (keep it private: it is the password)."""
+        return f"{self.base_url}/?token={quote(self.token, safe='')}"
+
+    def sign_in_url(self) -> str:
+        """A new one-time link to the page, without the token (what ``open_browser``
+        opens): it works once, within ``Limits.web_sign_in_timeout``, and signs that
+        browser in with a cookie."""
+        return f"{self.base_url}/?code={self.access.new_code()}"
 
     @property
     def tabs(self) -> list[WebTab]:
@@ -184,12 +171,13 @@ class WebServer:
             raise RuntimeError("the server was already started")
         sock = _bind(self.host, self._requested_port)
         self._port = sock.getsockname()[1]
+        self.access.port = self._port
         config = uvicorn.Config(
             self.app,
             log_level="warning",
             access_log=False,  # the URLs carry the token
             ws="websockets-sansio",
-            ws_max_size=protocol.MAX_MESSAGE_BYTES,
+            ws_max_size=self.limits.max_web_message_bytes,
             lifespan="on",
             timeout_graceful_shutdown=int(CLOSE_TIMEOUT) + 2,
         )
@@ -250,9 +238,7 @@ class WebServer:
         )
 
     async def _index(self, request: Request) -> Response:
-        token = html.escape(quote(self.token, safe=""))
-        body = self._page.replace("{{token}}", token)
-        return Response(body, media_type="text/html; charset=utf-8", headers=SECURITY_HEADERS)
+        return Response(self._page, media_type="text/html; charset=utf-8", headers=SECURITY_HEADERS)
 
     async def _static(self, request: Request) -> Response:
         name = request.path_params["name"]
@@ -297,12 +283,24 @@ class WebServer:
             logger.exception("web: building the session of %s failed", tab_id)
             await _refuse(websocket, f"could not build the session: {e}", code=1011)
             return
-        tab = WebTab(websocket, session, agent, tab_id)
+        tab = WebTab(
+            websocket, session, agent, tab_id, limits=self.limits, grant=grant_of(websocket.scope)
+        )
         self._tabs.add(tab)
         try:
             await tab.run()
         finally:
             self._tabs.discard(tab)
+
+    def _signed_out(self, grant: str) -> None:
+        for tab in list(self._tabs):
+            if tab.grant == grant:
+                tab.end(
+                    "this page was signed out: its one-time sign-in link was used twice. "
+                    "Open the URL backline web printed in its terminal.",
+                    code=CLOSE_SIGNED_OUT,
+                    reason="signed_out",
+                )
 
 
 async def _refuse(websocket: WebSocket, message: str, *, code: int) -> None:
@@ -341,14 +339,17 @@ async def serve_web(
     token: str | None = None,
     open_browser: bool = False,
     max_tabs: int = DEFAULT_MAX_TABS,
+    allow_hosts: Iterable[str] = (),
+    limits: Limits = DEFAULT_LIMITS,
     ready: Callable[[WebServer], None] | None = None,
     out: TextIO | None = None,
 ) -> None:
     """Serve the voice page until Ctrl-C (SIGINT) or SIGTERM; then close every session.
 
     Prints the URL with its token (to ``out``, default stdout) and, with
-    ``open_browser``, opens it. Binding to a host other than loopback prints a
-    warning. ``ready(server)`` is called once requests are accepted.
+    ``open_browser``, opens a one-time sign-in link (``sign_in_url``), so the token
+    never appears on the browser's command line. Binding to a host other than
+    loopback prints a warning. ``ready(server)`` is called once requests are accepted.
     """
     out = out or sys.stdout
     stop = asyncio.Event()
@@ -360,13 +361,22 @@ async def serve_web(
             handled.append(sig)
     try:
         async with WebServer(
-            factory, host=host, port=port, token=token, max_tabs=max_tabs
+            factory,
+            host=host,
+            port=port,
+            token=token,
+            max_tabs=max_tabs,
+            allow_hosts=allow_hosts,
+            limits=limits,
         ) as server:
             if not is_loopback(host):
+                names = "any of its IP addresses" if host in WILDCARD_HOSTS else host
                 print(
-                    f"backline web: WARNING: listening on {host}, not loopback: anyone who can "
-                    "reach this address and has the token can talk to your agents. Prefer "
-                    "127.0.0.1 behind a TLS reverse proxy (see docs/web.md).",
+                    f"backline web: WARNING: listening on {host or '0.0.0.0'}, not loopback: "
+                    "anyone who can reach this address and has the token can talk to your "
+                    f"agents. Browsers may reach it as {names} or localhost; add a host name "
+                    "with --allow-host NAME. Prefer 127.0.0.1 behind a TLS reverse proxy "
+                    "(see docs/web.md).",
                     file=out,
                     flush=True,
                 )
@@ -375,7 +385,7 @@ async def serve_web(
             if ready is not None:
                 ready(server)
             if open_browser:
-                await asyncio.to_thread(webbrowser.open, server.url)
+                await asyncio.to_thread(webbrowser.open, server.sign_in_url())
             await server.wait(stop)
             print("backline web: closing…", file=out, flush=True)
     finally:

@@ -5,7 +5,10 @@
   const SUBPROTOCOL = "backline.v1";
   const PROTOCOL = 1;
   const $ = (id) => document.getElementById(id);
+  // Opened with ?token= or a one-time ?code=: the server set a cookie, so take the secret
+  // out of the address bar (and the history). The token, if given, also goes on the socket.
   const token = new URLSearchParams(location.search).get("token") || "";
+  if (location.search) history.replaceState(null, "", location.pathname);
   const transcript = $("transcript");
   const live = new Map(); // segment → {li, text, source, backgroundId}
   const cards = new Map(); // background id → card element
@@ -257,7 +260,8 @@
   // -- connection ------------------------------------------------------------------------------
   function connect() {
     const scheme = location.protocol === "https:" ? "wss:" : "ws:";
-    ws = new WebSocket(scheme + "//" + location.host + "/ws?token=" + encodeURIComponent(token), [SUBPROTOCOL]);
+    const query = token ? "?token=" + encodeURIComponent(token) : "";
+    ws = new WebSocket(scheme + "//" + location.host + "/ws" + query, [SUBPROTOCOL]);
     ws.onopen = () => setBadge("connection", "server", "connected");
     ws.onmessage = (ev) => {
       let message;
@@ -276,7 +280,7 @@
   // -- controls --------------------------------------------------------------------------------
   function setUp() {
     if (!listener.supported) {
-      notify("This browser has no speech recognition, so you cannot talk to the agent here: type your messages below (Chrome, Edge and Safari recognise speech).", true);
+      notify("This browser has no speech recognition, so you cannot talk to the agent here: type your messages below. Google Chrome and Edge recognise speech (with a network connection); Chromium builds and Firefox do not.", true);
       $("mic").disabled = true;
       $("ptt").disabled = true;
     }

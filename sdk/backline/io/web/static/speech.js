@@ -7,6 +7,24 @@
     "not-allowed", "service-not-allowed", "audio-capture", "network", "language-not-supported",
   ]);
 
+  /** What a recognition error code means to the user, and what to do (typing always works). */
+  function recognitionErrorMessage(code) {
+    switch (code) {
+      case "not-allowed":
+        return "The microphone is blocked for this page: allow it in the browser's site settings, or type your messages below.";
+      case "service-not-allowed":
+        return "This browser does not offer its speech recognition service here (Chromium builds and some privacy settings turn it off): use Google Chrome or Edge, or type your messages below.";
+      case "network":
+        return "Speech recognition needs the network: the browser sends your audio to its vendor (Google for Chrome) and could not reach it. Check the connection, or type your messages below.";
+      case "audio-capture":
+        return "No microphone was found, or another program is using it: check the microphone, or type your messages below.";
+      case "language-not-supported":
+        return "The browser cannot recognise speech in this language: type your messages below.";
+      default:
+        return "Speech recognition failed (" + code + "): type your messages below.";
+    }
+  }
+
   /**
    * Speech recognition, hands-free (continuous, restarted when the browser ends it) or
    * push-to-talk (listens while held, one turn on release). Handlers: onSpeechStart(),
@@ -119,10 +137,7 @@
 
     _error(code) {
       if (code === "no-speech" || code === "aborted") return;
-      const message = code === "not-allowed" || code === "service-not-allowed"
-        ? "The microphone is blocked for this page: allow it in the browser, or type instead."
-        : "Speech recognition failed (" + code + ").";
-      this.h.onError(message);
+      this.h.onError(recognitionErrorMessage(code));
       if (FATAL_ERRORS.has(code)) {
         this._abort();
         this._speechEnd();
