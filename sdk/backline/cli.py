@@ -121,6 +121,7 @@ class SessionOptions:
     change files, so the user chooses); ``llm``:
     an LLM name from ``register_llms`` and ``model`` its model; the agent is
     ``Agent(instructions)`` or, with ``agent`` (``module:Class``), that class.
+    ``mcp_config``: a ``.mcp.json`` file whose MCP servers' tools the voice agent gets.
     """
 
     backgrounds: tuple[str, ...] = ()
@@ -129,6 +130,7 @@ class SessionOptions:
     instructions: str | None = None
     agent: str | None = None
     log_file: str | None = None
+    mcp_config: str | None = None
 
 
 def session_options(command: F) -> F:
@@ -147,6 +149,7 @@ def session_options(command: F) -> F:
         instructions: str | None,
         agent: str | None,
         log_file: str | None,
+        mcp_config: str | None,
         **kwargs: Any,
     ) -> Any:
         options = SessionOptions(
@@ -156,6 +159,7 @@ def session_options(command: F) -> F:
             instructions=instructions,
             agent=agent,
             log_file=log_file,
+            mcp_config=mcp_config,
         )
         return command(*args, session_options=options, **kwargs)
 
@@ -189,6 +193,12 @@ def session_options(command: F) -> F:
             envvar="BACKLINE_LOG_FILE",
             help="Where error details go (default: ~/.local/state/backline/backline.log).",
         ),
+        click.option(
+            "--mcp-config",
+            metavar="PATH",
+            help="A .mcp.json file: its MCP servers' tools become the voice agent's "
+            "(<server>__<tool>). See docs/mcp.md.",
+        ),
     ]
     result: Callable[..., Any] = wrapper
     for decorate in reversed(decorators):
@@ -215,9 +225,14 @@ def build_session(
     except UnknownNameError as e:
         raise click.BadParameter(str(e), param_hint="'--llm'") from None
     agent = _make_agent(options, backgrounds)
+    mcp_servers = _mcp_servers(options)
     manager.activate()
     session: Session[Any] = Session(
-        llm, tools=manager.tools(), background=backgrounds, **session_kwargs
+        llm,
+        tools=manager.tools(),
+        background=backgrounds,
+        mcp_servers=mcp_servers,
+        **session_kwargs,
     )
     return session, agent
 
@@ -236,7 +251,20 @@ def check_options(manager: PluginManager, options: SessionOptions) -> list[Backg
             manager.llm(options.llm)
         except UnknownNameError as e:
             raise click.BadParameter(str(e), param_hint="'--llm'") from None
+    _mcp_servers(options)
     return backgrounds
+
+
+def _mcp_servers(options: SessionOptions) -> list[Any]:
+    """The servers of ``--mcp-config`` (a clear usage error when the file is wrong)."""
+    if options.mcp_config is None:
+        return []
+    from .mcp import load_mcp_config
+
+    try:
+        return load_mcp_config(options.mcp_config)
+    except ValueError as e:
+        raise click.BadParameter(str(e), param_hint="'--mcp-config'") from None
 
 
 def prepare_session(

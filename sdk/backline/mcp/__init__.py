@@ -1,5 +1,6 @@
 """MCP (the ``mcp`` package) both ways: the voice channel served to any agent, and MCP
-servers' tools mounted into the voice agent.
+servers' tools mounted into the voice agent (``Session``/``Agent(mcp_servers=...)`` with
+``MCPServerStdio`` / ``MCPServerHTTP``, or ``load_mcp_config(".mcp.json")``).
 
 The voice channel: every background session has an MCP endpoint with five tools
 for a coding agent (``send_to_user``, ``add_context``, ``set_status``,
@@ -16,6 +17,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from ._channel import ChannelError, VoiceChannel, limits_of
+from ._config import MCPServerConfig, MCPServerHTTP, MCPServerStdio, load_mcp_config
 from ._discovery import ENV_PORT, ENV_RUNTIME_DIR, ENV_TOKEN, ENV_URL
 from ._hosting import Endpoint, Hosting, hosted_voice_channel
 from ._registry import SessionRegistry
@@ -60,10 +62,14 @@ __all__ = [
     "ChannelHost",
     "Endpoint",
     "Hosting",
+    "MCPServerConfig",
+    "MCPServerHTTP",
+    "MCPServerStdio",
     "SessionRegistry",
     "VoiceChannel",
     "build_channel_server",
     "channel_server",
     "hosted_voice_channel",
     "limits_of",
+    "load_mcp_config",
 ]

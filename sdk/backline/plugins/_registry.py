@@ -42,6 +42,7 @@ RESERVED_OPTIONS = frozenset(
         "--instructions",
         "--agent",
         "--log-file",
+        "--mcp-config",
         "--help",
     }
 )

@@ -99,7 +99,7 @@ class AgentActivity:
 
     def tool_map(self) -> dict[str, FunctionTool]:
         tools = {t.name: t for t in self.session._all_session_tools()}
-        for t in self.agent._tools:
+        for t in self.agent.tools:
             tools[t.name] = t
         return tools
 
@@ -112,6 +112,9 @@ class AgentActivity:
         self.check_tools(self.agent._tools)
         if self.agent._activity is not None and self.agent._activity is not self:
             raise RuntimeError(f"{self.agent.label} is already running in a session")
+        await self.agent._mount_tools(
+            self.session, {*self.tool_map(), *self.session._reserved_names()}
+        )
         self.agent._activity = self
         self._attach_realtime()
         self._scope.create_task(self._scheduling_loop(), name=f"{self.agent.label} speech loop")
@@ -204,6 +207,7 @@ class AgentActivity:
         self._detach_realtime()
         if self.agent._activity is self:
             self.agent._activity = None
+            await self.agent._unmount_tools()
 
     # -- scheduling -------------------------------------------------------------
     def schedule(self, speech: SpeechHandle, work: SpeechWork) -> None:
