@@ -118,6 +118,8 @@ async def time_calls(tool: Any, calls: int, warmup: int) -> dict[str, float]:
 async def bench_tools(calls: int, warmup: int, server_file: Path) -> list[dict[str, Any]]:
     import uvicorn
 
+    from backline.mcp._host import stop_sse_watchers
+
     @function_tool
     def lookup(key: str) -> str:
         """Look a key up."""
@@ -153,6 +155,7 @@ async def bench_tools(calls: int, warmup: int, server_file: Path) -> list[dict[s
     finally:
         web.should_exit = True
         await serving
+        await stop_sse_watchers()
     return rows
 
 

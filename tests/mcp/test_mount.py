@@ -274,6 +274,7 @@ async def test_an_agents_servers_run_while_it_runs(pids: Path) -> None:
 async def test_a_server_over_streamable_http(tmp_path: Path) -> None:
     import uvicorn
 
+    from backline.mcp._host import stop_sse_watchers
     from tests.mcp.weather_server import build
 
     sock = socket.socket()
@@ -293,6 +294,7 @@ async def test_a_server_over_streamable_http(tmp_path: Path) -> None:
     finally:
         server.should_exit = True
         await serving
+        await stop_sse_watchers()  # what the mcp server's event streams leave on the loop
 
     assert output == "Sunny in Lagos, 21 degrees."
 

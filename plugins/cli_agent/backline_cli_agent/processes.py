@@ -16,7 +16,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from pathlib import Path
 from typing import Any
 
-from backline._process import spawn, stop_process
+from backline._process import STOP_STEP_TIMEOUT, spawn, stop_process
 
 from .config import Launch
 
@@ -24,6 +24,10 @@ STDERR_TAIL_LINES = 20
 """How many last lines of the agent's stderr an error report quotes."""
 INTERRUPT_TIMEOUT = 10.0
 """How long an interrupted Claude Code turn may take to end before its process is stopped."""
+EXIT_TIMEOUT = 1.0
+"""How long Claude Code may take to exit once its stdin closed, before it is stopped."""
+STDERR_TIMEOUT = 1.0
+"""How long the reader of a stopped process's stderr may take to end."""
 
 
 class AgentExited(Exception):
@@ -89,15 +93,17 @@ class _Process:
             await asyncio.wait_for(asyncio.shield(self._stderr), 2.0)
         return code
 
-    async def stop(self, *, interrupt_first: bool = False) -> int | None:
+    async def stop(
+        self, *, interrupt_first: bool = False, step_timeout: float = STOP_STEP_TIMEOUT
+    ) -> int | None:
         """Stop it (bounded); finishes even when the caller is cancelled."""
         try:
-            return await stop_process(self.process, interrupt_first=interrupt_first)
+            return await stop_process(
+                self.process, interrupt_first=interrupt_first, step_timeout=step_timeout
+            )
         finally:
-            if not self._stderr.done():
-                self._stderr.cancel()
-            with contextlib.suppress(BaseException):
-                await self._stderr
+            self._stderr.cancel()
+            await asyncio.wait([self._stderr], timeout=STDERR_TIMEOUT)
 
 
 class _Agent:
@@ -202,17 +208,11 @@ class ClaudeProcess(_Agent):
             await self.close()
 
     async def close(self) -> None:
-        """End the process (stdin closed, then stopped, bounded)."""
+        """End the process (stdin closed, then stopped, bounded); it finishes even when
+        the caller is cancelled (a session that closes runs this as it is cancelled)."""
         process, self._process = self._process, None
-        if process is None:
-            return
-        stdin = process.process.stdin
-        if stdin is not None:
-            with contextlib.suppress(OSError, RuntimeError):
-                stdin.close()
-        with contextlib.suppress(asyncio.TimeoutError):
-            await asyncio.wait_for(process.process.wait(), 2.0)  # it ends when stdin closes
-        await process.stop()
+        if process is not None:
+            await _finish(_close(process))
 
     def stderr_tail(self) -> str:
         return "" if self._process is None else self._process.stderr_tail()
@@ -236,3 +236,23 @@ class ClaudeProcess(_Agent):
         tail = process.stderr_tail().splitlines()
         detail = f": {tail[-1]}" if tail else ""
         return f"Claude Code exited (exit code {code}){detail}"
+
+
+async def _close(process: _Process) -> None:
+    stdin = process.process.stdin
+    if stdin is not None:
+        with contextlib.suppress(OSError, RuntimeError):
+            stdin.close()
+    with contextlib.suppress(asyncio.TimeoutError):
+        await asyncio.wait_for(process.process.wait(), EXIT_TIMEOUT)  # it ends when stdin closes
+    await process.stop(step_timeout=EXIT_TIMEOUT)
+
+
+async def _finish(work: Awaitable[None]) -> None:
+    """Run ``work`` to its end even if the caller is cancelled meanwhile (then re-raise)."""
+    task = asyncio.ensure_future(work)
+    try:
+        await asyncio.shield(task)
+    except asyncio.CancelledError:
+        await asyncio.wait([task])  # bounded: every step of the work is
+        raise

@@ -205,7 +205,8 @@ class CliAgentWorker:
         claude, self._claude = self._claude, None
         if claude is not None:
             await claude.close()
-            self.reporter.process_exited(None)
+            if not self.ctx.closed:
+                self.reporter.process_exited(None)
 
     async def _claude_event(self, event: dict[str, Any]) -> None:
         kind = event.get("type")

@@ -164,6 +164,7 @@ class ChannelHost:
                 await task
         except Exception:
             logger.exception("the MCP endpoint failed")
+        await stop_sse_watchers()
 
     async def _run(
         self, tool: str, arguments: dict[str, Any], ctx: Context, progress: Progress | None
@@ -175,6 +176,23 @@ class ChannelHost:
             raise ChannelError("This endpoint names no background session.")
         channel = self.registry.channel(params.get("key"), background)
         return await run_on_channel(channel, tool, arguments, progress)
+
+
+async def stop_sse_watchers() -> None:
+    """End ``sse_starlette``'s shutdown watcher (which the MCP transport's event streams
+    start, one per event loop, and which ends only at a signal-driven uvicorn shutdown):
+    call it once every server of this loop that streams events has stopped. A later
+    stream starts a new one."""
+    watchers = [
+        task
+        for task in asyncio.all_tasks()
+        if getattr(task.get_coro(), "__qualname__", "") == "_shutdown_watcher"
+        and "sse_starlette" in getattr(getattr(task.get_coro(), "cr_code", None), "co_filename", "")
+    ]
+    for task in watchers:
+        task.cancel()
+    if watchers:
+        await asyncio.wait(watchers, timeout=CLOSE_TIMEOUT)
 
 
 class _Endpoint:
