@@ -96,3 +96,32 @@ async def test_a_crash_is_reported_and_the_next_message_starts_claude_code_again
     assert driver.result().spoken[0].startswith("claude stopped because of an error")
     assert state(driver)["process"]["pid"] != pid
     assert "Back and done." in driver.result().silent
+
+
+async def test_a_voice_channel_claude_code_cannot_connect_to_is_said_in_words(
+    drive: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Claude Code only shows a failed server in its init event: cli_agent reads it."""
+    from backline_cli_agent import worker
+
+    real = worker.mcp_config
+
+    def wrong_token(endpoint: Any) -> Any:
+        document = real(endpoint)
+        document["mcpServers"]["backline"]["headers"] = {"Authorization": "Bearer wrong"}
+        return document
+
+    monkeypatch.setattr(worker, "mcp_config", wrong_token)
+    with fa.FakeAnthropicServer.for_claude_code([fa.text("Done without it.")]) as server:
+        driver = await drive(CLAUDE, env=cli_env(server, tmp_path / "home"))
+        await driver.say("Tidy the imports.")
+        final = await driver.wait_for_state(
+            lambda s: s["status"] == "idle, waiting for the next task", timeout=WAIT
+        )
+        await driver.wait_until_done()
+
+    assert final["voice_channel"] == "not connected: its status is 'failed'"
+    assert driver.result().spoken[0].startswith(
+        "Claude Code could not connect to backline's voice tools"
+    )
+    assert "Done without it." in driver.result().silent
