@@ -121,7 +121,9 @@ async def test_a_voice_channel_claude_code_cannot_connect_to_is_said_in_words(
         await driver.wait_until_done()
 
     assert final["voice_channel"] == "not connected: its status is 'failed'"
-    assert driver.result().spoken[0].startswith(
-        "Claude Code could not connect to backline's voice tools"
+    assert (
+        driver.result()
+        .spoken[0]
+        .startswith("Claude Code could not connect to backline's voice tools")
     )
     assert "Done without it." in driver.result().silent
