@@ -245,6 +245,20 @@ async def test_a_server_that_cannot_start_fails_the_start_naming_it(tmp_path: Pa
         await session.start(Agent("Hi."))
 
 
+async def test_one_server_failing_to_start_stops_the_others(pids: Path) -> None:
+    exits = ["-c", "import sys; sys.exit(4)"]
+    broken = MCPServerStdio("broken", command=sys.executable, args=exits)
+    session: Session[Any] = Session(
+        ScriptedLLM(), mcp_servers=[weather(pids), broken], user_away_timeout=None
+    )
+
+    with pytest.raises(RuntimeError, match="MCP server 'broken'"):
+        await session.start(Agent("Hi."))
+
+    assert [alive(pid) for pid in started_pids(pids)] in ([], [False])
+    assert session.tools == []
+
+
 async def test_an_agents_servers_run_while_it_runs(pids: Path) -> None:
     class Forecaster(Agent):
         def __init__(self) -> None:

@@ -89,8 +89,7 @@ class _Process:
 
     async def wait(self) -> int:
         code = await self.process.wait()
-        with contextlib.suppress(asyncio.CancelledError):
-            await asyncio.wait_for(asyncio.shield(self._stderr), 2.0)
+        await asyncio.wait([self._stderr], timeout=STDERR_TIMEOUT)  # its last lines
         return code
 
     async def stop(

@@ -12,7 +12,6 @@ a call cancelled while waiting (the agent went away) takes nothing.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import json
 import logging
 import math
@@ -22,7 +21,6 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 from ..limits import DEFAULT_LIMITS, Limits
 from ..llm.tool_output import snapshot_tool_output
-from ..voice._tasks import Signal, first_completed
 
 if TYPE_CHECKING:
     from ..background.context import BackgroundContext
@@ -74,7 +72,7 @@ class VoiceChannel:
         self.spoken = 0
         self._listeners = 0
         self._held = False
-        self._changed = Signal()
+        self._hold_changed = asyncio.Event()  # replaced by a new one at each change
 
     @classmethod
     def of(cls, ctx: BackgroundContext) -> VoiceChannel:
@@ -108,7 +106,8 @@ class VoiceChannel:
         before = self.listening
         if held is not None:
             self._held = held
-            self._changed.notify()  # waiting calls re-check what they may take
+            changed, self._hold_changed = self._hold_changed, asyncio.Event()
+            changed.set()  # waiting calls re-check what they may take
         self._listeners += listeners
         if self.listening != before and self.on_listening is not None:
             try:
@@ -263,20 +262,15 @@ class VoiceChannel:
 
     async def _wait(self, seconds: float) -> None:
         """Until a message may be taken, the hold changes, the session closes, or ``seconds``."""
-        changed = self._changed.waiter()
-        arrival: asyncio.Future[bool] | None = None
+        waiting: set[asyncio.Future[bool]] = {asyncio.ensure_future(self._hold_changed.wait())}
         if not self._held:
-            arrival = asyncio.ensure_future(self.ctx.wait_for_message(seconds))
+            waiting.add(asyncio.ensure_future(self.ctx.wait_for_message(seconds)))
         try:
-            waiting = (changed, arrival) if arrival is not None else (changed,)
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(first_completed(*waiting), seconds)
+            await asyncio.wait(waiting, timeout=seconds, return_when=asyncio.FIRST_COMPLETED)
         finally:
-            changed.cancel()
-            if arrival is not None and not arrival.done():
-                arrival.cancel()
-                with contextlib.suppress(asyncio.CancelledError):
-                    await arrival
+            for task in waiting:
+                task.cancel()
+            await asyncio.wait(waiting)  # each ends at once
 
 
 async def _report(progress: Progress, waited: float, total: float) -> None:

@@ -160,8 +160,7 @@ class ChannelHost:
         except TimeoutError:
             server.force_exit = True
             task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await task
+            await asyncio.wait([task], timeout=CLOSE_TIMEOUT)
         except Exception:
             logger.exception("the MCP endpoint failed")
         await stop_sse_watchers()

@@ -34,6 +34,8 @@ logger = logging.getLogger("backline.mcp")
 
 START_TIMEOUT = 60.0
 """How long ``endpoint()`` waits for the endpoint to start (importing ``mcp`` included)."""
+STOP_TIMEOUT = 5.0
+"""How long closing waits for a start still in progress to give up."""
 
 
 @dataclass(frozen=True)
@@ -119,8 +121,7 @@ class _Shared:
             withdraw(self.announcement)
         if not self.task.done():
             self.task.cancel()
-        with contextlib.suppress(BaseException):
-            await asyncio.wait_for(asyncio.shield(self.task), 5.0)
+        await asyncio.wait([self.task], timeout=STOP_TIMEOUT)  # its failure is logged
         if self.host is not None:
             await self.host.aclose()
 

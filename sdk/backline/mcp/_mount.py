@@ -19,7 +19,7 @@ import json
 import logging
 import re
 import tempfile
-from collections.abc import Callable, Collection, Sequence
+from collections.abc import Callable, Collection, Coroutine, Sequence
 from typing import Any, TextIO
 
 from ..limits import DEFAULT_LIMITS, Limits
@@ -91,7 +91,7 @@ class McpToolset:
         self._taken = frozenset(taken)
         self._scope = TaskScope(f"{self.owner} MCP servers")
         try:
-            listed = await asyncio.gather(*(server.open() for server in self._servers))
+            listed = await _all_or_none([server.open() for server in self._servers])
             built = [
                 server.build(tools) for server, tools in zip(self._servers, listed, strict=True)
             ]
@@ -263,8 +263,9 @@ class _Server:
         finally:
             if not call.done():
                 call.cancel()
-                with contextlib.suppress(BaseException):
-                    await call
+                await asyncio.wait([call], timeout=CLOSE_TIMEOUT)
+                if call.done() and not call.cancelled():
+                    call.exception()  # what a stopped call ended with is not news
         try:
             result = call.result()
         except ToolError:
@@ -421,14 +422,29 @@ class _Connection:
         task = self._task
         if task is None or task.done():
             return
-        try:
-            await asyncio.wait_for(asyncio.shield(task), CLOSE_TIMEOUT)
-        except TimeoutError:
+        _, pending = await asyncio.wait([task], timeout=CLOSE_TIMEOUT)
+        if pending:  # stuck (a server that never answered): cut it
             task.cancel()
-            with contextlib.suppress(BaseException):
-                await task
-        except BaseException:
-            pass
+            await asyncio.wait([task], timeout=CLOSE_TIMEOUT)
+
+
+async def _all_or_none(work: list[Coroutine[Any, Any, Any]]) -> list[Any]:
+    """Run ``work`` concurrently; at the first failure cancel the rest (and wait for
+    them), then raise it. Nothing is left running either way."""
+    tasks = [asyncio.ensure_future(w) for w in work]
+    if not tasks:
+        return []
+    try:
+        await asyncio.wait(tasks, return_when=asyncio.FIRST_EXCEPTION)
+    finally:
+        for task in tasks:
+            task.cancel()
+        await asyncio.wait(tasks)
+    for task in tasks:
+        error = None if task.cancelled() else task.exception()
+        if error is not None:
+            raise error
+    return [task.result() for task in tasks]
 
 
 def _unwrap(error: BaseException) -> BaseException:

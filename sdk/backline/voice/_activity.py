@@ -99,8 +99,11 @@ class AgentActivity:
 
     def tool_map(self) -> dict[str, FunctionTool]:
         tools = {t.name: t for t in self.session._all_session_tools()}
-        for t in self.agent.tools:
+        for t in self.agent._tools:
             tools[t.name] = t
+        if self.agent._mcp is not None:  # its MCP servers' tools, while it runs
+            for t in self.agent._mcp.tools:
+                tools[t.name] = t
         return tools
 
     def check_tools(self, agent_tools: list[FunctionTool]) -> None:
