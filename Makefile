@@ -4,17 +4,40 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 PLUGIN_PROJECTS := $(wildcard plugins/*/pyproject.toml)
 STAMP  := $(VENV)/.installed
+# `make demo` needs the SDK and the Claude Code plugin only: a fresh machine skips the
+# heavy plugins (backline-livekit brings ~120 MB of livekit-agents). `make test`,
+# `make lint` and `make bench` install everything (and satisfy the demo's stamp).
+DEMO_PROJECTS := pyproject.toml plugins/claude_code/pyproject.toml
+DEMO_STAMP := $(VENV)/.installed-demo
 
-.PHONY: demo test lint bench dist clean
+.PHONY: demo demo-research test lint bench dist clean
 
 $(STAMP): pyproject.toml $(PLUGIN_PROJECTS)
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade pip
 	$(BIN)/python -m pip install -q -e '.[dev]' $(foreach p,$(PLUGIN_PROJECTS),-e ./$(dir $(p)))
-	@touch $(STAMP)
+	@touch $(STAMP) $(DEMO_STAMP) $(RESEARCH_STAMP)
 
-demo: $(STAMP)
+$(DEMO_STAMP): $(DEMO_PROJECTS)
+	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install -q --upgrade pip
+	$(BIN)/python -m pip install -q -e . -e ./plugins/claude_code
+	@touch $(DEMO_STAMP)
+
+demo: $(DEMO_STAMP)
 	$(BIN)/python examples/coding_agents/demo.py
+
+# `make demo-research` likewise needs only the SDK and the deep-research plugin.
+RESEARCH_STAMP := $(VENV)/.installed-research
+
+$(RESEARCH_STAMP): pyproject.toml plugins/deep_research/pyproject.toml
+	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install -q --upgrade pip
+	$(BIN)/python -m pip install -q -e . -e ./plugins/deep_research
+	@touch $(RESEARCH_STAMP)
+
+demo-research: $(RESEARCH_STAMP)
+	$(BIN)/python examples/deep_research/demo.py
 
 test: lint
 	@command -v chromium >/dev/null 2>&1 || echo "make test: no Chromium found: the web browser tests will be skipped (apt-get install chromium)"
@@ -26,6 +49,8 @@ lint: $(STAMP)
 	$(BIN)/mypy --strict
 	$(BIN)/mypy --strict plugins/claude_code/backline_claude_code
 	$(BIN)/mypy --strict plugins/cli_agent/backline_cli_agent
+	$(BIN)/mypy --strict plugins/deep_research/backline_deep_research
+	$(BIN)/mypy --strict plugins/livekit/backline_livekit
 
 bench: $(STAMP)
 	@mkdir -p bench/results

@@ -370,6 +370,25 @@ async def test_uninterruptible_speech_refuses_interrupt_but_yields_to_force(
         assert session.history.items[-1].content == "pleas"  # type: ignore[union-attr]
 
 
+async def test_user_speaking_without_interrupt_sets_the_state_and_leaves_speech_alone(
+    scripted_llm: ScriptedLLM, virtual_clock: Any
+) -> None:
+    output = InMemoryTextOutput(chars_per_second=10)
+    async with Session(scripted_llm, output=output) as session:
+        await session.start(Assistant())
+        handle = session.say("a notice that keeps going")
+        await asyncio.sleep(0.3)
+        session.user_started_speaking(interrupt=False)  # the front end decides barge-in
+        assert session.user_state == "speaking"
+        await asyncio.sleep(0.2)
+        assert not handle.interrupted and not handle.done()
+        session.user_stopped_speaking()
+        await handle
+        assert not handle.interrupted
+        session.user_started_speaking()  # the default still barges in
+        assert session.user_state == "speaking"
+
+
 async def test_user_turn_during_uninterruptible_speech_is_answered_after_it(
     scripted_llm: ScriptedLLM, virtual_clock: Any
 ) -> None:

@@ -43,7 +43,7 @@ def build_session(llm: LLM, config: ClaudeCodeConfig) -> Session[None]:
 async def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--cwd", type=Path, default=None, help="Claude Code's working directory")
-    parser.add_argument("--model", default=None, help="Claude Code's model")
+    parser.add_argument("--claude-model", default=None, help="Claude Code's model")
     parser.add_argument("--allow-bash", action="store_true", help="let Claude Code run commands")
     args = parser.parse_args(argv)
     problem = missing_credentials_message()
@@ -53,7 +53,7 @@ async def main(argv: list[str] | None = None) -> int:
     from backline.llm.anthropic import AnthropicLLM
 
     config = ClaudeCodeConfig.from_env(
-        cwd=args.cwd, model=args.model, allow_bash=args.allow_bash or None
+        cwd=args.cwd, model=args.claude_model, allow_bash=args.allow_bash or None
     )
     session = build_session(AnthropicLLM(), config)
     await run_console(

@@ -98,6 +98,10 @@ class Limits:
     web_sign_in_timeout: float = 60.0
     """How long the one-time sign-in link that ``backline web --open`` gives the
     browser stays valid (it works once)."""
+    livekit_close_timeout: float = 10.0
+    """Seconds a LiveKit front end (``backline-livekit``) waits for LiveKit's own session
+    to close, after the backline session has closed (itself bounded); past it the close
+    goes on and a warning is logged."""
 
     # -- MCP: the voice channel, cli_agent, mounted servers (docs/mcp.md) ---------------------
     max_mcp_message_chars: int = 4_000

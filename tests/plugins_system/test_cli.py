@@ -110,6 +110,7 @@ def test_plugins_json_lists_name_version_hooks_registrations_and_status(
         "llms": [],
         "commands": [plugins["command"]],
         "options": [],
+        "search_providers": [],
     }
     bad = listed[plugins["bad"]]
     assert bad["status"] == "failed"

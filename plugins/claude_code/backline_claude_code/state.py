@@ -19,6 +19,7 @@ WORKING = "working"
 INTERRUPTED = "interrupted, switching to the user's new instruction"
 ERROR = "error"
 RESTARTING = "restarting Claude Code"
+RETRYING = "retrying"
 
 
 class StateSink(Protocol):
@@ -28,8 +29,8 @@ class StateSink(Protocol):
 class StatusReporter:
     """Keeps ``{status, task, recent_activity, files_changed, last_task, error}``.
 
-    ``recent_activity`` keeps the last 8 edits and commands (searches are left
-    out); ``files_changed`` lists edited files in first-seen order, leaving out,
+    ``recent_activity`` keeps the last 8 edits, commands and refused calls
+    (searches are left out); ``files_changed`` lists edited files in first-seen order, leaving out,
     at each publish, files that no longer exist (a file re-created shows again).
     An idle state persists until the next task starts.
     """
@@ -86,6 +87,16 @@ class StatusReporter:
         self._status = RESTARTING
         self.publish()
 
+    def retrying(self, problem: str, attempt: int, of: int | None) -> None:
+        """The model request failed and Claude Code is trying again."""
+        count = f"attempt {attempt} of {of}" if of else f"attempt {attempt}"
+        self._status = f"{RETRYING}: {problem} ({count})"
+        self.publish()
+
+    @property
+    def is_retrying(self) -> bool:
+        return self._status.startswith(RETRYING)
+
     def failed(self, reason: str) -> None:
         self._status = ERROR
         self._error = reason
@@ -107,6 +118,11 @@ class StatusReporter:
             if len(command) > COMMAND_CHARS:
                 command = command[: COMMAND_CHARS - 1] + "…"
             self._recent.append(f"ran `{command}`")
+        self.publish()
+
+    def refused(self, name: str) -> None:
+        """A tool call was refused (a path outside the working directory, a tool not given)."""
+        self._recent.append(f"refused a {name} call outside its folder or tools")
         self.publish()
 
     def _relative(self, raw: object) -> str | None:

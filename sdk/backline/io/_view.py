@@ -14,7 +14,13 @@ NOTE_WIDTH = 160
 
 
 def summarize_state(state: Any, width: int = 70) -> str:
-    """One readable line for a background's state (Claude Code's dict shape or any value)."""
+    """One readable line for a background's state, following the state convention
+    (docs/background.md): a dict's ``status`` or ``phase`` is the headline, whole
+    numbers are counts (``sources_read: 6`` reads "sources read 6"), and ``links``
+    (label -> URL or file path) are shown in full after the cut; Claude Code's
+    ``recent_activity`` and ``files_changed`` read as its latest action and a count.
+    """
+    links = ""
     if isinstance(state, dict):
         parts: list[str] = []
         if state.get("status"):
@@ -27,12 +33,20 @@ def summarize_state(state: Any, width: int = 70) -> str:
         files = state.get("files_changed")
         if isinstance(files, list) and files:
             parts.append(f"{len(files)} file{'s' if len(files) != 1 else ''} changed")
+        parts += [
+            f"{key.replace('_', ' ')} {value}"
+            for key, value in state.items()
+            if type(value) is int and key not in ("status", "phase")
+        ]
+        found = state.get("links")
+        if isinstance(found, dict):
+            links = "".join(f" · {label}: {target}" for label, target in found.items())
         text = " · ".join(parts) if parts else ", ".join(f"{k}={v}" for k, v in state.items())
     elif state is None:
         text = "null"
     else:
         text = str(state)
-    return shorten(text, width)
+    return shorten(text, width) + links
 
 
 def preview_state(state: Any, max_chars: int = DEFAULT_LIMITS.max_page_state_chars) -> Any:

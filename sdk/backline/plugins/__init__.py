@@ -42,6 +42,13 @@ if TYPE_CHECKING:
         RegisterOption,
         RegisterTool,
     )
+    from ._search import (
+        RegisterSearchProvider,
+        SearchProvider,
+        SearchProviderEntry,
+        SearchProviderFactory,
+        SearchResult,
+    )
 
 _LAZY = {
     "BUILTIN_PLUGINS": "._manager",
@@ -63,6 +70,11 @@ _LAZY = {
     "RegisterLLM": "._registry",
     "RegisterOption": "._registry",
     "RegisterTool": "._registry",
+    "RegisterSearchProvider": "._search",
+    "SearchProvider": "._search",
+    "SearchProviderEntry": "._search",
+    "SearchProviderFactory": "._search",
+    "SearchResult": "._search",
 }
 
 __all__ = [
@@ -86,7 +98,12 @@ __all__ = [
     "RegisterBackground",
     "RegisterLLM",
     "RegisterOption",
+    "RegisterSearchProvider",
     "RegisterTool",
+    "SearchProvider",
+    "SearchProviderEntry",
+    "SearchProviderFactory",
+    "SearchResult",
     "UnknownNameError",
     "hookimpl",
     "hookspec",

@@ -26,6 +26,7 @@ REGISTRATION_HOOKS = (
     "register_tools",
     "register_llms",
     "register_options",
+    "register_search_providers",
 )
 """Hooks called once per plugin when it loads; one that raises fails the plugin."""
 
@@ -65,6 +66,19 @@ def register_options(register: Any) -> None:
     A value given on the command line is exported to ``envvar`` before the session
     is built; the plugin reads its configuration from the environment when a
     session starts (so the variable works without the flag too).
+    """
+
+
+@hookspec
+def register_search_providers(register: Any) -> None:
+    """Register named search providers: call
+    ``register(name, factory, description="")``.
+
+    ``factory(**options)`` returns a ``SearchProvider`` (``backline.plugins``): an
+    object with ``async search(query, *, max_results) -> list[SearchResult]`` and
+    ``async aclose()``. Called with no options, it reads its configuration (an
+    instance URL, an API key) from the environment. Import client libraries inside
+    the factory or the provider, not at module level.
     """
 
 

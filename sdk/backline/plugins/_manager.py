@@ -44,6 +44,7 @@ if TYPE_CHECKING:
     from ..background.definition import BackgroundDefinition
     from ..llm.llm import LLM
     from ..llm.tools import FunctionTool
+    from ._search import SearchProvider, SearchProviderEntry
 
 logger = logging.getLogger("backline.plugins")
 
@@ -333,6 +334,7 @@ class PluginManager:
         info.tools = sorted(staged.tools)
         info.llms = sorted(staged.llms)
         info.options = sorted(staged.options)
+        info.search_providers = sorted(staged.search_providers)
         if self._cli is not None and "register_commands" in info.hooks:
             self._register_commands_of(info, self._cli)
 
@@ -384,7 +386,7 @@ class PluginManager:
         info.error = text
         info.exception = error
         info.backgrounds, info.tools, info.llms, info.commands = [], [], [], []
-        info.options = []
+        info.options, info.search_providers = [], []
         logger.warning("plugin '%s' failed to load: %s", info.name, text)
 
     # -- commands -----------------------------------------------------------------------
@@ -498,8 +500,25 @@ class PluginManager:
         """Every front-end option plugins registered (``register_options``), by flag."""
         return [self._registry.options[f] for f in sorted(self._registry.options)]
 
+    def search_provider_names(self) -> list[str]:
+        return sorted(self._registry.search_providers)
+
+    def search_providers(self) -> list[SearchProviderEntry]:
+        """Every registered search provider (name, factory, description, plugin), by name."""
+        return [self._registry.search_providers[n] for n in self.search_provider_names()]
+
+    def search_provider(self, name: str, **options: Any) -> SearchProvider:
+        """Build the search provider registered as ``name``: ``factory(**options)``."""
+        entry = self._registry.search_providers.get(name)
+        if entry is None:
+            raise UnknownNameError(
+                self._unknown("search provider", name, self.search_provider_names())
+            )
+        return entry.factory(**options)
+
     def owner(self, kind: Kind, name: str) -> str | None:
-        """The plugin that registered ``name`` (kind: background, tool, llm, command)."""
+        """The plugin that registered ``name`` (kind: background, tool, llm, command,
+        option, search_provider)."""
         return self._registry.owner(kind, name)
 
     def _unknown(self, what: str, name: str, available: list[str]) -> str:

@@ -16,9 +16,12 @@ from ..background.definition import BackgroundDefinition
 from ..background.tools import RESERVED_TOOL_NAMES
 from ..llm.llm import LLM
 from ..llm.tools import FunctionTool, function_tool
+from ._search import SearchProviderEntry, SearchProviderFactory
 
 PluginStatus: TypeAlias = Literal["loaded", "failed", "disabled"]
-Kind: TypeAlias = Literal["background", "tool", "llm", "command", "option", "plugin"]
+Kind: TypeAlias = Literal[
+    "background", "tool", "llm", "command", "option", "search_provider", "plugin"
+]
 
 RESERVED_OWNER = "backline (reserved)"
 """The owner named in a clash with a reserved tool name."""
@@ -29,6 +32,7 @@ KIND_LABELS: dict[str, str] = {
     "llm": "LLM name",
     "command": "command",
     "option": "front-end option",
+    "search_provider": "search provider",
     "plugin": "plugin name",
 }
 
@@ -161,6 +165,7 @@ class PluginInfo:
     options: list[str] = field(default_factory=list)
     disabled_by: str | None = None
     printed: str | None = None
+    search_providers: list[str] = field(default_factory=list)
     exception: BaseException | None = field(default=None, repr=False, compare=False)
 
     @property
@@ -180,6 +185,7 @@ class PluginInfo:
             "llms": list(self.llms),
             "commands": list(self.commands),
             "options": list(self.options),
+            "search_providers": list(self.search_providers),
         }
 
     def to_dict(self) -> dict[str, Any]:
@@ -220,6 +226,7 @@ class Staged:
         self.tools: dict[str, FunctionTool] = {}
         self.llms: dict[str, LLMEntry] = {}
         self.options: dict[str, OptionEntry] = {}
+        self.search_providers: dict[str, SearchProviderEntry] = {}
         self._open_hook: str | None = None
 
     # -- the ``register`` callbacks handed to hooks --------------------------------
@@ -230,6 +237,7 @@ class Staged:
             "register_tools": self._add_tool,
             "register_llms": self._add_llm,
             "register_options": self._add_option,
+            "register_search_providers": self._add_search_provider,
         }
         add = adders[hook]
 
@@ -282,6 +290,20 @@ class Staged:
             raise ClashError(Clash("llm", name, self.plugin, self.plugin))
         self.llms[name] = LLMEntry(name, factory, description, self.plugin)
 
+    def _add_search_provider(
+        self, name: str, factory: SearchProviderFactory, *, description: str = ""
+    ) -> None:
+        """Register a search provider factory under ``name``: ``factory(**options)``."""
+        if not isinstance(name, str) or not name.strip() or any(c.isspace() for c in name):
+            raise ValueError(
+                f"register_search_providers: the name must be a non-empty word, got {name!r}"
+            )
+        if not callable(factory):
+            raise TypeError(f"register_search_providers: the factory for '{name}' must be callable")
+        if name in self.search_providers:
+            raise ClashError(Clash("search_provider", name, self.plugin, self.plugin))
+        self.search_providers[name] = SearchProviderEntry(name, factory, description, self.plugin)
+
     def _add_option(self, *param_decls: str, envvar: str, help: str, **kwargs: Any) -> None:
         """Add a front-end option: ``register("--search", envvar="X_SEARCH", help="...")``.
 
@@ -307,6 +329,7 @@ class Registry:
         self.llms: dict[str, LLMEntry] = {}
         self.commands: dict[str, str] = {}
         self.options: dict[str, OptionEntry] = {}
+        self.search_providers: dict[str, SearchProviderEntry] = {}
         self._owners: dict[tuple[Kind, str], str] = {}
 
     def owner(self, kind: Kind, name: str) -> str | None:
@@ -326,6 +349,7 @@ class Registry:
             ("tool", staged.tools),
             ("llm", staged.llms),
             ("option", staged.options),
+            ("search_provider", staged.search_providers),
         ]
         for kind, names in items:
             for name in names:
@@ -339,11 +363,13 @@ class Registry:
         self.tools.update(staged.tools)
         self.llms.update(staged.llms)
         self.options.update(staged.options)
+        self.search_providers.update(staged.search_providers)
         for kind, names in (
             ("background", staged.backgrounds),
             ("tool", staged.tools),
             ("llm", staged.llms),
             ("option", staged.options),
+            ("search_provider", staged.search_providers),
         ):
             for name in names:
                 self._owners[(kind, name)] = staged.plugin  # type: ignore[index]
@@ -364,5 +390,6 @@ class Registry:
                 "llm": self.llms,
                 "command": self.commands,
                 "option": self.options,
+                "search_provider": self.search_providers,
             }
             tables[kind].pop(name, None)

@@ -401,12 +401,17 @@ class Session(Generic[UserdataT]):
     def _start_user_turn(self, text: str) -> None:
         _user_turns.start_user_turn(self, text)
 
-    def user_started_speaking(self) -> None:
-        """Voice activity began: barge-in interrupts the agent when allowed."""
+    def user_started_speaking(self, *, interrupt: bool = True) -> None:
+        """Voice activity began: barge-in interrupts the agent when allowed.
+
+        With ``interrupt=False`` only the user state changes (nothing is voiced
+        while the user speaks): for a front end whose own audio stack decides
+        barge-in and reports it through ``interrupt()`` and playout.
+        """
         if self._closing:
             return
         self._set_user_state("speaking")
-        if self._activity is not None:
+        if interrupt and self._activity is not None:
             self._activity.interrupt_all(force=False)
         self._refresh()
 

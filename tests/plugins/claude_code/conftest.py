@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import Any
@@ -68,12 +69,14 @@ class Harness:
             base_url=world.server.url, api_key="sk-ant-fake-key", retry_base_delay=0.01
         )
         self.clients: list[Any] = []
+        self.client_made = asyncio.Event()
 
         def client_factory(options: Any) -> Any:
             from claude_agent_sdk import ClaudeSDKClient
 
             client = ClaudeSDKClient(options)
             self.clients.append(client)
+            self.client_made.set()
             return client
 
         definition = claude_code_background(
@@ -134,6 +137,27 @@ class Harness:
             for it in self.session.history.items
             if it.type == "message" and it.role == "assistant"
         ]
+
+
+def child_pids() -> list[int]:
+    """This process's child processes (zombies included), from /proc."""
+    me, found = os.getpid(), []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat") as f:
+                stat = f.read()
+        except OSError:
+            continue  # it exited meanwhile
+        if int(stat.rsplit(")", 1)[1].split()[1]) == me:
+            found.append(int(entry))
+    return found
+
+
+def other_tasks() -> set[asyncio.Task[Any]]:
+    """Every task of the loop except the caller (the test)."""
+    return {t for t in asyncio.all_tasks() if t is not asyncio.current_task()}
 
 
 @pytest.fixture

@@ -210,7 +210,7 @@
     if (error) c.appendChild(el("p", "card-error", error));
   }
 
-  const KNOWN_KEYS = ["status", "task", "error", "recent_activity", "files_changed", "last_task"];
+  const KNOWN_KEYS = ["status", "phase", "task", "error", "recent_activity", "files_changed", "last_task", "links"];
 
   function renderState(id, state) {
     const box = card(id, "").querySelector(".state-body");
@@ -222,7 +222,7 @@
     } else if (typeof state !== "object") {
       box.appendChild(el("p", "value", state));
     } else {
-      if (state.status) box.appendChild(el("p", "state-status", state.status));
+      if (state.status || state.phase) box.appendChild(el("p", "state-status", state.status || state.phase));
       if (state.task) box.appendChild(field("task", state.task));
       if (state.error) box.appendChild(el("p", "state-error", state.error));
       if (Array.isArray(state.recent_activity) && state.recent_activity.length) {
@@ -234,9 +234,24 @@
       if (state.last_task) box.appendChild(field("last task", state.last_task));
       for (const [key, value] of Object.entries(state)) {
         if (KNOWN_KEYS.includes(key) || value === null || value === "") continue;
-        box.appendChild(field(key, value));
+        box.appendChild(field(key.replaceAll("_", " "), value));
       }
+      if (state.links && typeof state.links === "object") box.appendChild(links(state.links));
     }
+  }
+
+  // State convention: "links" maps a label to a URL or an absolute file path.
+  function links(map) {
+    const p = el("p", "links");
+    for (const [label, target] of Object.entries(map)) {
+      if (typeof target !== "string" || !target) continue;
+      const href = /^https?:\/\//.test(target) ? target : target.startsWith("/") ? "file://" + encodeURI(target) : null;
+      const a = el("a", null, label);
+      if (href) { a.href = href; a.target = "_blank"; a.rel = "noopener"; }
+      a.title = target;
+      p.append(a, el("code", "link-target", " " + target));
+    }
+    return p;
   }
 
   function field(label, value) {

@@ -1,0 +1,31 @@
+"""backline-livekit: LiveKit Agents as the body of a backline session.
+
+LiveKit does the audio (VAD, STT, TTS, turn detection, barge-in), rooms and
+workers; backline stays the brain. ``LiveKitBridge`` links one backline
+``Session`` to one LiveKit ``AgentSession``; ``backline livekit console|dev|start``
+run it from the command line.
+
+Importing this package is cheap: LiveKit loads on first use of a name below.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from .bridge import LiveKitBridge
+    from .providers import ProviderError, make_stt, make_tts, make_vad
+
+__all__ = ["LiveKitBridge", "ProviderError", "make_stt", "make_tts", "make_vad"]
+
+
+def __getattr__(name: str) -> Any:
+    if name == "LiveKitBridge":
+        from .bridge import LiveKitBridge
+
+        return LiveKitBridge
+    if name in ("ProviderError", "make_stt", "make_tts", "make_vad"):
+        from . import providers
+
+        return getattr(providers, name)
+    raise AttributeError(f"module 'backline_livekit' has no attribute {name!r}")
