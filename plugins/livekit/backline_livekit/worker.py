@@ -42,7 +42,7 @@ kills it. backline's close is bounded well below this."""
 class WorkerConfig:
     """What each job's session is built from (JSON in ``BACKLINE_LIVEKIT_CONFIG``)."""
 
-    backgrounds: tuple[str, ...] | None = None
+    backgrounds: tuple[str, ...] = ()
     llm: str = "anthropic"
     model: str | None = None
     instructions: str | None = None
@@ -88,7 +88,7 @@ class WorkerConfig:
         if not raw:
             return cls()
         data = json.loads(raw)
-        if data.get("backgrounds") is not None:
+        if data.get("backgrounds"):
             data["backgrounds"] = tuple(data["backgrounds"])
         return cls(**data)
 
