@@ -71,7 +71,7 @@ class WorkerConfig:
         from backline.cli import SessionOptions
 
         return SessionOptions(
-            backgrounds=self.backgrounds or (),
+            backgrounds=self.backgrounds,
             llm=self.llm,
             model=self.model,
             instructions=self.instructions,
