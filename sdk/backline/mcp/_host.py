@@ -150,7 +150,19 @@ class ChannelHost:
             raise RuntimeError("the MCP endpoint stopped while starting")
 
     async def aclose(self) -> None:
-        """Stop serving (bounded); calls in progress end with the connection."""
+        """Stop serving (bounded); calls in progress end with the connection.
+
+        A close that is itself cancelled (a background's entrypoint cancelled while it
+        leaves its ``async with``) still stops the server, then lets the cancellation on.
+        """
+        stopping = asyncio.ensure_future(self._stop())
+        try:
+            await asyncio.shield(stopping)
+        except asyncio.CancelledError:
+            await asyncio.wait([stopping], timeout=3 * CLOSE_TIMEOUT)
+            raise
+
+    async def _stop(self) -> None:
         server, task = self._server, self._task
         if server is None or task is None:
             return

@@ -36,6 +36,8 @@ START_TIMEOUT = 60.0
 """How long ``endpoint()`` waits for the endpoint to start (importing ``mcp`` included)."""
 STOP_TIMEOUT = 5.0
 """How long closing waits for a start still in progress to give up."""
+CLOSE_BOUND = STOP_TIMEOUT + 35.0
+"""The most a close takes: a start giving up, then the host's own bounded stop."""
 
 
 @dataclass(frozen=True)
@@ -114,6 +116,17 @@ class _Shared:
             )
 
     async def aclose(self) -> None:
+        """Stop the endpoint (bounded); a close that is itself cancelled (a background's
+        entrypoint cancelled as it leaves its ``async with``) still stops it, then lets
+        the cancellation on."""
+        closing = asyncio.ensure_future(self._close())
+        try:
+            await asyncio.shield(closing)
+        except asyncio.CancelledError:
+            await asyncio.wait([closing], timeout=CLOSE_BOUND)
+            raise
+
+    async def _close(self) -> None:
         from ..plugins import _session_hooks
 
         _session_hooks.remove_observer(self._observe)
