@@ -82,6 +82,7 @@ async def test_state_and_notes_wait_for_the_reply_to_end() -> None:
             os.write(writer, b"hello\n")
             await screen.shows("agent: The first half, ")
             ctx = session.background.context("watcher")  # type: ignore[union-attr]
+            ctx.set_state({"status": "looking"})
             ctx.set_state({"status": "found it", "city": "Oslo"})
             await ctx.send("a note for the agent", silent=True)
             llm.resume.set()
@@ -93,10 +94,11 @@ async def test_state_and_notes_wait_for_the_reply_to_end() -> None:
             console.cancel()
             await asyncio.gather(console, return_exceptions=True)
     lines = screen.getvalue().splitlines()
-    assert lines[:4] == [
+    assert lines[:5] == [
         "[watcher] checking · city Oslo · eta 5 min",
         "agent: The first half, and the second half.",
-        "  · watcher (context only): a note for the agent",
+        "[watcher] looking",  # held while the reply streamed, every change in order
         "[watcher] found it · city Oslo",
+        "  · watcher (context only): a note for the agent",
     ]
     assert not [line for line in lines if "listening" in line or "thinking" in line]

@@ -218,27 +218,26 @@ async def _run_plain(
     def reply_done() -> None:
         while held:
             emit(held.pop(0))
-        status()
 
     output.on_done = reply_done
 
     def status(_: Any = None) -> None:
-        # A line per background whose state reads differently, from the session's
+        # A line each time a background's state reads differently, from the session's
         # start on; the agent's and the user's listening/thinking flips are left out
         # (the replies show them).
-        if not started or view.streaming:
-            return  # never in the middle of a reply; printed when it ends
+        if not started:
+            return
         for bid, text in view.backgrounds.items():
             if shown.get(bid) != text:
                 shown[bid] = text
-                emit(f"[{bid}] {text}\n")
+                between_replies(f"[{bid}] {text}\n")
 
     def start_status() -> None:
         nonlocal started
         started = True
         status()
 
-    for name in STATUS_EVENTS:
+    for name in ("background_state", "background_status"):
         session.on(name, status)
     session.on("background_message", _note_printer(view, between_replies))
     if banner:
