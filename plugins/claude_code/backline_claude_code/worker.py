@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 from .client import ClaudeClient
 from .config import SEND_TO_USER, ClaudeCodeConfig
 from .confine import FolderGuard, deny_output
+from .memory import project_memory
 from .prompts import SYSTEM_PROMPT_APPEND
 from .state import StatusReporter
 
@@ -273,7 +274,10 @@ class ClaudeCodeWorker:
             system_prompt={
                 "type": "preset",
                 "preset": "claude_code",
-                "append": SYSTEM_PROMPT_APPEND,
+                # The repository's CLAUDE.md, read here: the CLI reads it only with
+                # the project settings, which bring the repository's hooks.
+                "append": SYSTEM_PROMPT_APPEND
+                + (project_memory(config.cwd) if config.reads_claude_md else ""),
             },
             mcp_servers={"voice": create_sdk_mcp_server("voice", tools=[send_to_user])},
             # Each Bash command starts in the working directory.
