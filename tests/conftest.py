@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import asyncio
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -65,6 +65,19 @@ def user_dirs(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.Monk
         monkeypatch.setenv(name, str(root / name.split("_")[1].lower()))
     monkeypatch.setenv("BACKLINE_LOG", "0")
     return root
+
+
+@pytest.fixture(autouse=True, scope="session")
+def private_runtime_dir(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    """Front ends started by tests announce their MCP endpoint here, never in the
+    user's runtime directory (``backline.mcp``)."""
+    saved = os.environ.get("BACKLINE_RUNTIME_DIR")
+    os.environ["BACKLINE_RUNTIME_DIR"] = str(tmp_path_factory.mktemp("backline-runtime"))
+    yield
+    if saved is None:
+        os.environ.pop("BACKLINE_RUNTIME_DIR", None)
+    else:
+        os.environ["BACKLINE_RUNTIME_DIR"] = saved
 
 
 @pytest.fixture

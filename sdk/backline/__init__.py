@@ -68,6 +68,7 @@ from .voice import (
 )
 
 if TYPE_CHECKING:
+    from .mcp import MCPServerHTTP, MCPServerStdio
     from .plugins import hookimpl
 
 __version__ = "0.1.0"
@@ -81,6 +82,12 @@ def __getattr__(name: str) -> Any:
 
         globals()["hookimpl"] = hookimpl
         return hookimpl
+    if name in ("MCPServerStdio", "MCPServerHTTP"):  # backline.mcp, loaded on first use
+        from . import mcp
+
+        value = getattr(mcp, name)
+        globals()[name] = value
+        return value
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
@@ -117,6 +124,8 @@ __all__ = [
     "LLMStream",
     "LLMTimeoutError",
     "Limits",
+    "MCPServerHTTP",
+    "MCPServerStdio",
     "PlayoutResult",
     "RealtimeSession",
     "ReplyPromptArgs",

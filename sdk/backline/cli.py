@@ -12,6 +12,7 @@ from the options ``session_options`` adds, so every front end takes the same
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import importlib
 import json
@@ -126,6 +127,7 @@ class SessionOptions:
     ``Agent(instructions)`` or, with ``agent`` (``module:Class``), that class.
     ``log``: write the conversation to the conversation log (``--no-log`` turns it
     off; so does ``BACKLINE_LOG=0``).
+    ``mcp_config``: a ``.mcp.json`` file whose MCP servers' tools the voice agent gets.
     """
 
     backgrounds: tuple[str, ...] = ()
@@ -135,6 +137,7 @@ class SessionOptions:
     agent: str | None = None
     log_file: str | None = None
     log: bool = True
+    mcp_config: str | None = None
 
 
 def session_options(command: F) -> F:
@@ -154,6 +157,7 @@ def session_options(command: F) -> F:
         agent: str | None,
         log_file: str | None,
         no_log: bool,
+        mcp_config: str | None,
         **kwargs: Any,
     ) -> Any:
         options = SessionOptions(
@@ -164,6 +168,7 @@ def session_options(command: F) -> F:
             agent=agent,
             log_file=log_file,
             log=not no_log,
+            mcp_config=mcp_config,
         )
         return command(*args, session_options=options, **kwargs)
 
@@ -202,6 +207,12 @@ def session_options(command: F) -> F:
             is_flag=True,
             help="Do not write this conversation to the conversation log (`backline logs`).",
         ),
+        click.option(
+            "--mcp-config",
+            metavar="PATH",
+            help="A .mcp.json file: its MCP servers' tools become the voice agent's "
+            "(<server>__<tool>). See docs/mcp.md.",
+        ),
     ]
     result: Callable[..., Any] = wrapper
     for decorate in reversed(decorators):
@@ -230,9 +241,14 @@ def build_session(
     except (LLMError, KeyStoreError) as e:  # the factory says what is missing (a key, a model)
         raise click.ClickException(str(e)) from None
     agent = _make_agent(options, backgrounds)
+    mcp_servers = _mcp_servers(options)
     manager.activate()
     session: Session[Any] = Session(
-        llm, tools=manager.tools(), background=backgrounds, **session_kwargs
+        llm,
+        tools=manager.tools(),
+        background=backgrounds,
+        mcp_servers=mcp_servers,
+        **session_kwargs,
     )
     if options.log:
         _attach_log(session, options, agent)
@@ -270,7 +286,20 @@ def check_options(manager: PluginManager, options: SessionOptions) -> list[Backg
             manager.llm(options.llm)
         except UnknownNameError as e:
             raise click.BadParameter(str(e), param_hint="'--llm'") from None
+    _mcp_servers(options)
     return backgrounds
+
+
+def _mcp_servers(options: SessionOptions) -> list[Any]:
+    """The servers of ``--mcp-config`` (a clear usage error when the file is wrong)."""
+    if options.mcp_config is None:
+        return []
+    from .mcp import load_mcp_config
+
+    try:
+        return load_mcp_config(options.mcp_config)
+    except ValueError as e:
+        raise click.BadParameter(str(e), param_hint="'--mcp-config'") from None
 
 
 def prepare_session(
@@ -473,9 +502,11 @@ def run_console_command(
         banner = (
             f"backline console: no background session is running. {hint}\n/quit or Ctrl-D to leave."
         )
-    try:
-        asyncio.run(
-            run_console(
+
+    async def main() -> None:
+        # The hook that serves the voice channel to MCP agents while the console runs.
+        async with hosting_voice_channel(session, "backline console"):
+            await run_console(
                 session,
                 agent,
                 rich=False if plain else None,
@@ -483,7 +514,9 @@ def run_console_command(
                 log_path=log_path,
                 llm=options.llm,
             )
-        )
+
+    try:
+        asyncio.run(main())
     except KeyboardInterrupt:  # pragma: no cover - a second Ctrl-C during close
         pass
 
@@ -495,6 +528,26 @@ def run_console_command(
 def console(ctx: click.Context, session_options: SessionOptions, plain: bool) -> None:
     """Talk to the voice agent in the terminal, in text, with live background state."""
     run_console_command(ctx, session_options, plain=plain)
+
+
+def hosting_voice_channel(
+    session: Session[Any] | None, front_end: str, *, say_when_ready: bool = False
+) -> contextlib.AbstractAsyncContextManager[Any]:
+    """While a front end runs, serve its background sessions' voice channel over MCP
+    (``backline.mcp``; announced for ``backline mcp serve``). A console whose session
+    has no background session serves nothing. It starts in a task of its own; with
+    ``say_when_ready`` a line on stdout says when agents can connect."""
+    if session is not None and session.background is None:
+        return contextlib.nullcontext()
+    from .mcp import hosted_voice_channel
+
+    def ready(host: Any) -> None:
+        click.echo(
+            f"{front_end}: coding agents can talk to you over MCP ({host.url}/mcp/<background>); "
+            "`backline mcp config --background NAME` prints their configuration"
+        )
+
+    return hosted_voice_channel(announce=front_end, on_ready=ready if say_when_ready else None)
 
 
 def build_web_session(options: SessionOptions) -> tuple[Session[Any], Agent]:
@@ -511,6 +564,12 @@ def _web_command() -> click.Command:
 web = _web_command()
 
 
+def _mcp_command() -> click.Command:
+    from .mcp._command import mcp_command  # cheap: mcp loads when a subcommand runs
+
+    return mcp_command
+
+
 def _fake_anthropic_command() -> click.Command:
     from ._offline import fake_anthropic  # cheap: the server loads on first use
 
@@ -524,6 +583,7 @@ BUILTIN_COMMANDS: list[click.Command] = [
     new_plugin,
     console,
     web,
+    _mcp_command(),
     _fake_anthropic_command(),
     keys_group,
     logs_group,

@@ -127,6 +127,42 @@ class Limits:
     log_text_chars: int = 20_000
     """Characters of one text (a turn, a tool's arguments or output, a background
     message) kept in the conversation log; the rest is cut with a visible marker."""
+    # -- MCP: the voice channel, cli_agent, mounted servers (docs/mcp.md) ---------------------
+    max_mcp_message_chars: int = 4_000
+    """One message an agent sends through the MCP voice channel (``send_to_user``,
+    ``add_context``, ``ask_user``). A longer one is refused with a tool error that
+    says the bound: the agent sends a shorter one; nothing is delivered cut."""
+
+    max_mcp_status_chars: int = 16_000
+    """One ``set_status`` of the MCP voice channel, measured as its JSON text. A larger
+    status is refused with a tool error (the previous status stays)."""
+
+    max_mcp_wait: float = 120.0
+    """The longest ``wait_for_user`` or ``ask_user`` waits, in seconds: a longer
+    ``timeout_seconds`` is cut to this (agents' MCP clients cut silent calls after a
+    few minutes; progress is reported meanwhile when the client asked for it)."""
+
+    max_mcp_connections: int = 64
+    """MCP sessions (agent connections) a front end's voice-channel endpoint keeps open at
+    once; one more is refused (HTTP 503) until one ends or idles out."""
+
+    max_agent_output_lines: int = 200
+    """Lines of an agent CLI's output that ``cli_agent`` passes to the voice agent as
+    context notes in one run (each cut at ``max_mcp_message_chars``); one last note
+    counts the lines left out."""
+
+    max_agent_line_bytes: int = 8_000_000
+    """One line of an agent CLI's output as ``cli_agent`` reads it (a Claude Code
+    stream-json event can be large); a longer line ends the run, reported as an error."""
+
+    mcp_call_timeout: float = 30.0
+    """Seconds a mounted MCP server's tool call may go without finishing or reporting
+    progress (``MCPServerStdio(timeout=...)`` sets it per server). Then the call is a
+    tool error the model reads, and the next call reconnects to the server."""
+
+    mcp_start_timeout: float = 30.0
+    """Seconds to start a mounted MCP server and list its tools when a session starts;
+    then the start fails with an error naming the server."""
 
     def __post_init__(self) -> None:
         for f in fields(self):

@@ -53,6 +53,7 @@ class WorkerConfig:
     agent_name: str = DEFAULT_AGENT_NAME
     max_sessions: int | None = None
     extra: dict[str, str] = field(default_factory=dict)
+    mcp_config: str | None = None
 
     @classmethod
     def from_options(cls, options: SessionOptions, **speech: Any) -> WorkerConfig:
@@ -62,6 +63,7 @@ class WorkerConfig:
             model=options.model,
             instructions=options.instructions,
             agent=options.agent,
+            mcp_config=options.mcp_config,
             **speech,
         )
 
@@ -74,6 +76,7 @@ class WorkerConfig:
             model=self.model,
             instructions=self.instructions,
             agent=self.agent,
+            mcp_config=self.mcp_config,
         )
 
     def to_env(self) -> str:

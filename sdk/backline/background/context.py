@@ -41,7 +41,7 @@ class BackgroundContext:
     (once per burst, not within ``interrupt_grace`` seconds of the turn start).
     """
 
-    __slots__ = ("_runtime",)
+    __slots__ = ("__weakref__", "_runtime")
 
     def __init__(self, runtime: BackgroundRuntime) -> None:
         self._runtime = runtime
@@ -88,6 +88,15 @@ class BackgroundContext:
     def pending(self) -> list[str]:
         """Take the messages waiting right now (possibly none), oldest first."""
         return self._runtime.take_pending()
+
+    async def wait_for_message(self, timeout: float | None = None) -> bool:
+        """Wait until a message waits (at once if one does), without taking it.
+
+        Returns True when one waits; False after ``timeout`` seconds or when the
+        session closes. For code that reads the inbox with ``pending()`` from
+        outside the entrypoint (the MCP voice channel's ``wait_for_user`` does).
+        """
+        return await self._runtime.wait_for_message(timeout)
 
     async def send(self, text: str, *, silent: bool = False) -> None:
         """Tell the voice agent something. Spoken (relayed) unless ``silent``."""

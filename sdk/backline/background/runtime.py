@@ -164,6 +164,24 @@ class BackgroundRuntime:
         self._inbox.clear()
         return items
 
+    async def wait_for_message(self, timeout: float | None) -> bool:
+        loop = asyncio.get_running_loop()
+        deadline = None if timeout is None else loop.time() + timeout
+        while not self._inbox:
+            if self.closed:
+                return False
+            remaining = None if deadline is None else deadline - loop.time()
+            if remaining is not None and remaining <= 0:
+                return False
+            try:
+                # Awaited in this task, so the waiter is registered before anything can
+                # deliver (a wait_for task would register it one step later: a lost wakeup).
+                async with asyncio.timeout(remaining):
+                    await self._inbox_signal.wait()
+            except TimeoutError:
+                return bool(self._inbox)
+        return True
+
     async def iterate(self, *, batch: bool) -> AsyncGenerator[Any, None]:
         # The reader is the task iterating. Another task's open iterator is a second
         # concurrent consumer; an earlier iterator of this same task was abandoned

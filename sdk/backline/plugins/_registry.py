@@ -47,6 +47,7 @@ RESERVED_OPTIONS = frozenset(
         "--agent",
         "--no-log",
         "--log-file",
+        "--mcp-config",
         "--help",
     }
 )

@@ -102,6 +102,9 @@ class AgentActivity:
         tools = {t.name: t for t in self.session._all_session_tools()}
         for t in self.agent._tools:
             tools[t.name] = t
+        if self.agent._mcp is not None:  # its MCP servers' tools, while it runs
+            for t in self.agent._mcp.tools:
+                tools[t.name] = t
         return tools
 
     def check_tools(self, agent_tools: list[FunctionTool]) -> None:
@@ -116,6 +119,9 @@ class AgentActivity:
         running = self.agent._activity
         if running is not None and running is not self and running is not replacing:
             raise RuntimeError(f"{self.agent.label} is already running in a session")
+        await self.agent._mount_tools(
+            self.session, {*self.tool_map(), *self.session._reserved_names()}
+        )
         self.agent._activity = self
         self._attach_realtime()
         self._scope.create_task(self._scheduling_loop(), name=f"{self.agent.label} speech loop")
@@ -205,6 +211,7 @@ class AgentActivity:
         self._detach_realtime()
         if self.agent._activity is self:
             self.agent._activity = None
+            await self.agent._unmount_tools()
 
     # -- scheduling -------------------------------------------------------------
     def schedule(self, speech: SpeechHandle, work: SpeechWork) -> None:

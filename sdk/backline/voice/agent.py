@@ -12,6 +12,8 @@ from ..llm.realtime import RealtimeSession
 from ..llm.tools import FunctionTool, find_function_tools
 
 if TYPE_CHECKING:
+    from ..mcp._config import MCPServerConfig
+    from ..mcp._mount import McpToolset
     from ._activity import AgentActivity
     from .session import Session
 
@@ -39,7 +41,8 @@ class Agent:
     ``tools``. A tool that returns another ``Agent`` (or ``(result, agent)``)
     hands the conversation off to it. The new agent starts from its own context;
     to carry history over, pass ``chat_ctx=session.history.copy(...)`` or the old
-    agent's ``chat_ctx`` when you build it.
+    agent's ``chat_ctx`` when you build it. ``mcp_servers`` are started while the
+    agent runs; their tools (``<server>__<tool>``) are its tools meanwhile.
     """
 
     def __init__(
@@ -51,10 +54,16 @@ class Agent:
         chat_ctx: ChatContext | None = None,
         realtime: RealtimeSession | None = None,
         allow_interruptions: bool | None = None,
+        mcp_servers: Sequence[MCPServerConfig] = (),
     ) -> None:
         all_tools = [*find_function_tools(self), *tools]
         check_tool_names(all_tools, where=f"{type(self).__name__} tools")
         self._tools: list[FunctionTool] = all_tools
+        self._mcp: McpToolset | None = None
+        if mcp_servers:  # their tools are mounted while this agent runs (backline.mcp)
+            from ..mcp._mount import toolset_for
+
+            self._mcp = toolset_for(mcp_servers, owner=type(self).__name__)
         self._instructions = instructions
         self._llm = llm
         self._realtime = realtime
@@ -80,7 +89,20 @@ class Agent:
 
     @property
     def tools(self) -> list[FunctionTool]:
-        return list(self._tools)
+        """Its tools: its own, and while it runs its MCP servers' (``mcp_servers``)."""
+        if self._mcp is None:
+            return list(self._tools)
+        return [*self._tools, *self._mcp.tools]
+
+    async def _mount_tools(self, session: Session[Any], taken: set[str]) -> None:
+        """Start its MCP servers (``taken``: names its MCP tools must not use)."""
+        if self._mcp is not None:
+            self._mcp.limits_from(session)
+            await self._mcp.start(taken=taken)
+
+    async def _unmount_tools(self) -> None:
+        if self._mcp is not None:
+            await self._mcp.aclose()
 
     @property
     def llm(self) -> LLM | None:

@@ -37,6 +37,8 @@ from .speech_handle import PRIORITY_NORMAL, SpeechHandle
 if TYPE_CHECKING:
     from ..background.definition import BackgroundDefinition, HandlingOptions
     from ..background.runtime import BackgroundManager
+    from ..mcp._config import MCPServerConfig
+    from ..mcp._mount import McpToolset
     from .run_result import RunResult
 
 logger = logging.getLogger("backline")
@@ -55,6 +57,8 @@ class Session(Generic[UserdataT]):
     agent's words through ``output``; tests use ``run(user_input=...)``.
     ``aclose()`` is bounded and never hangs. ``limits`` bounds what the session
     accepts (tool outputs, background sends and state; see ``backline.Limits``).
+    ``mcp_servers`` (``backline.mcp.MCPServerStdio`` / ``MCPServerHTTP``) are started
+    with the session; their tools (``<server>__<tool>``) are every agent's.
     """
 
     def __init__(
@@ -71,6 +75,7 @@ class Session(Generic[UserdataT]):
         realtime: RealtimeSession | None = None,
         max_tool_steps_message: str = MAX_TOOL_STEPS_MESSAGE,
         limits: Limits | None = None,
+        mcp_servers: Sequence[MCPServerConfig] = (),
     ) -> None:
         if max_tool_steps < 0:
             raise ValueError("max_tool_steps must be >= 0")
@@ -96,6 +101,11 @@ class Session(Generic[UserdataT]):
 
             self._background = BackgroundManager(self, defs, handling=handling)
         self._check_session_tools(self._tools)
+        self._mcp: McpToolset | None = None
+        if mcp_servers:  # their tools are mounted at start (backline.mcp)
+            from ..mcp._mount import toolset_for
+
+            self._mcp = toolset_for(mcp_servers, owner="Session", limits=lambda: self.limits)
 
     def _reset_runtime(self) -> None:
         """Fresh runtime state: at construction, and when a closed session restarts.
@@ -227,6 +237,8 @@ class Session(Generic[UserdataT]):
         self._activity = activity
         self._activities.append(activity)
         try:
+            if self._mcp is not None:
+                await self._mcp.start(taken={*activity.tool_map(), *self._reserved_names()})
             if self._background is not None:
                 await self._background.start()
         except BaseException:
@@ -268,6 +280,8 @@ class Session(Generic[UserdataT]):
             while self._activities:
                 await self._activities.pop().aclose()
             await self._tool_scope.aclose()
+            if self._mcp is not None:  # last: tool calls are over; stops its servers
+                await self._mcp.aclose()
         except BaseException as e:  # pragma: no cover - close must finish whatever happens
             error = e
             logger.exception("error while closing the session")
@@ -591,9 +605,11 @@ class Session(Generic[UserdataT]):
 
     # -- tools --------------------------------------------------------------------
     def _all_session_tools(self) -> list[FunctionTool]:
-        if self._background is None:
+        mounted = self._mcp.tools if self._mcp is not None else []
+        if self._background is None and not mounted:
             return self._tools
-        return [*self._tools, *self._background.tools]
+        generated = self._background.tools if self._background is not None else []
+        return [*self._tools, *mounted, *generated]
 
     def _reserved_names(self) -> dict[str, str]:
         return {} if self._background is None else self._background.reserved_names()
@@ -609,6 +625,8 @@ class Session(Generic[UserdataT]):
     def _check_agent_tools(self, agent: Agent, tools: list[FunctionTool]) -> None:
         reserved = self._reserved_names()
         session_names = {t.name for t in self._tools}
+        if self._mcp is not None:
+            session_names.update(t.name for t in self._mcp.tools)
         for t in tools:
             if t.name in reserved:
                 raise ValueError(

@@ -99,6 +99,7 @@ def build_web_command(
         token: str | None,
         max_tabs: int | None,
     ) -> None:
+        from ...cli import hosting_voice_channel
         from .server import DEFAULT_MAX_TABS, serve_web
 
         first = [build_session(session_options)]  # bad options fail here, before serving
@@ -106,16 +107,19 @@ def build_web_command(
         def factory() -> tuple[Session[Any], Agent]:
             return first.pop() if first else build_session(session_options)
 
-        asyncio.run(
-            serve_web(
-                factory,
-                host=host,
-                allow_hosts=allow_hosts,
-                port=port,
-                token=token,
-                open_browser=open_browser,
-                max_tabs=max_tabs or DEFAULT_MAX_TABS,
-            )
-        )
+        async def main() -> None:
+            # The hook that serves the voice channel to MCP agents while the server runs.
+            async with hosting_voice_channel(None, "backline web", say_when_ready=True):
+                await serve_web(
+                    factory,
+                    host=host,
+                    allow_hosts=allow_hosts,
+                    port=port,
+                    token=token,
+                    open_browser=open_browser,
+                    max_tabs=max_tabs or DEFAULT_MAX_TABS,
+                )
+
+        asyncio.run(main())
 
     return web

@@ -1,0 +1,154 @@
+"""The agent command, and how each kind of agent is given backline's MCP server.
+
+- Claude Code (``claude ...``): one process per conversation, speaking stream-json
+  both ways; backline's server comes in a 0600 ``--mcp-config`` file (HTTP, with the
+  token), with ``--strict-mcp-config`` and ``--allowedTools mcp__backline`` (in
+  ``-p`` mode a tool that is not allowed is refused silently).
+- Codex (``codex ...``): one process per task; the server as ``-c
+  mcp_servers.backline.url=...`` and ``bearer_token_env_var`` (the token stays out of
+  the command line, in ``BACKLINE_MCP_TOKEN``).
+- Any other command: one process per task with the prompt as its last argument (or
+  in place of ``{prompt}``), and the server in the environment: ``BACKLINE_MCP_URL``,
+  ``BACKLINE_MCP_TOKEN``, ``BACKLINE_MCP_CONFIG`` (a ``.mcp.json`` file) and
+  ``BACKLINE_BACKGROUND`` (``backline mcp serve`` reads the first two).
+
+Nothing else is granted: the agent's own permission defaults apply.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shlex
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal, TypeAlias
+
+from backline.mcp import ENV_TOKEN, ENV_URL, SERVER_NAME, Endpoint
+
+ENV_AGENT_CMD = "BACKLINE_AGENT_CMD"
+"""The agent command (``--agent-cmd``), e.g. ``claude -p``, ``codex exec``, ``gemini -p``."""
+ENV_MCP_CONFIG = "BACKLINE_MCP_CONFIG"
+"""Given to a generic agent: a ``.mcp.json`` file naming backline's server."""
+ENV_BACKGROUND = "BACKLINE_BACKGROUND"
+"""Given to a generic agent: the background session it works for."""
+PROMPT_PLACEHOLDER = "{prompt}"
+
+AgentKind: TypeAlias = Literal["claude", "codex", "generic"]
+
+
+def agent_kind(argv: tuple[str, ...]) -> AgentKind:
+    """What kind of agent a command runs (by its program's name)."""
+    program = Path(argv[0]).name.lower().removesuffix(".exe")
+    if program == "claude":
+        return "claude"
+    if program == "codex":
+        return "codex"
+    return "generic"
+
+
+@dataclass(frozen=True)
+class AgentConfig:
+    """How ``cli_agent`` runs its agent. ``argv`` ``None``: run nothing (attached mode:
+    an agent you start yourself connects over MCP)."""
+
+    argv: tuple[str, ...] | None = None
+    cwd: Path = field(default_factory=Path.cwd)
+    env: Mapping[str, str] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if self.argv is not None and not self.argv:
+            raise ValueError("the agent command is empty")
+        cwd = Path(self.cwd).expanduser().resolve()
+        if not cwd.is_dir():
+            raise ValueError(f"the working directory {cwd} does not exist")
+        object.__setattr__(self, "cwd", cwd)
+
+    @classmethod
+    def from_env(cls, environ: Mapping[str, str] | None = None, **overrides: Any) -> AgentConfig:
+        """``BACKLINE_AGENT_CMD`` (``--agent-cmd``), parsed like a shell would."""
+        env = os.environ if environ is None else environ
+        raw = env.get(ENV_AGENT_CMD, "").strip()
+        values: dict[str, Any] = {}
+        if raw:
+            try:
+                values["argv"] = tuple(shlex.split(raw))
+            except ValueError as e:
+                raise ValueError(f"{ENV_AGENT_CMD} is not a valid command ({e}): {raw!r}") from None
+        values.update({k: v for k, v in overrides.items() if v is not None})
+        return cls(**values)
+
+    @property
+    def kind(self) -> AgentKind | None:
+        return None if self.argv is None else agent_kind(self.argv)
+
+    @property
+    def name(self) -> str:
+        """The agent's name for people: its program."""
+        return "no agent" if self.argv is None else Path(self.argv[0]).name
+
+
+@dataclass(frozen=True)
+class Launch:
+    """One process to start: its arguments and its extra environment."""
+
+    argv: list[str]
+    env: dict[str, str]
+
+
+def mcp_config(endpoint: Endpoint) -> dict[str, Any]:
+    """A ``.mcp.json`` document naming backline's server over HTTP."""
+    return {
+        "mcpServers": {
+            SERVER_NAME: {"type": "http", "url": endpoint.url, "headers": endpoint.headers}
+        }
+    }
+
+
+def write_private(path: Path, document: dict[str, Any]) -> Path:
+    """Write ``document`` as JSON readable by this user only (it holds a token)."""
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "w", encoding="utf-8") as f:
+        json.dump(document, f)
+    return path
+
+
+def claude_launch(argv: tuple[str, ...], config_file: Path | None, system_prompt: str) -> Launch:
+    """Claude Code as one persistent stream-json process."""
+    args = list(argv)
+    if "-p" not in args and "--print" not in args:
+        args.append("-p")  # stream-json input needs print mode
+    args += ["--input-format", "stream-json", "--output-format", "stream-json", "--verbose"]
+    if config_file is not None:
+        args += ["--mcp-config", str(config_file), "--strict-mcp-config"]
+        args += ["--allowedTools", f"mcp__{SERVER_NAME}"]
+    args += ["--append-system-prompt", system_prompt]
+    return Launch(args, {})
+
+
+def task_launch(
+    kind: AgentKind,
+    argv: tuple[str, ...],
+    prompt: str,
+    endpoint: Endpoint | None,
+    config_file: Path | None,
+) -> Launch:
+    """Codex or a generic agent, for one task."""
+    args = list(argv)
+    env: dict[str, str] = {}
+    if endpoint is not None:
+        env[ENV_URL] = endpoint.url
+        env[ENV_TOKEN] = endpoint.token
+        env[ENV_BACKGROUND] = endpoint.background_id
+        if config_file is not None:
+            env[ENV_MCP_CONFIG] = str(config_file)
+        if kind == "codex":
+            table = f"mcp_servers.{SERVER_NAME}"
+            args += ["-c", f"{table}.url={json.dumps(endpoint.url)}"]
+            args += ["-c", f'{table}.bearer_token_env_var="{ENV_TOKEN}"']
+    if PROMPT_PLACEHOLDER in args:
+        args = [prompt if a == PROMPT_PLACEHOLDER else a for a in args]
+    else:
+        args.append(prompt)
+    return Launch(args, env)

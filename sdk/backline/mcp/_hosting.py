@@ -1,0 +1,232 @@
+"""The process's voice-channel endpoint: started on first use, shared, stopped by its last user.
+
+``async with hosted_voice_channel() as hosting:`` is how a front end (and a
+background that runs agents, like ``cli_agent``) gets the endpoint. The first
+user on an event loop starts it; later users share it; the last one to leave
+stops it. It starts in a task of its own (importing ``mcp`` takes about a second
+of the event loop once per process); ``await hosting.endpoint(ctx)`` waits for it.
+Sessions that start while it runs are served (the ``session_started``
+observer); ``endpoint(ctx)`` adds the context's session in any case.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import importlib
+import logging
+import os
+import weakref
+from collections.abc import AsyncIterator, Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from ..limits import DEFAULT_LIMITS, Limits
+from ._discovery import ENV_PORT, ENV_TOKEN, announce, withdraw
+from ._registry import SessionRegistry
+
+if TYPE_CHECKING:
+    from ..background.context import BackgroundContext
+    from ._host import ChannelHost
+
+logger = logging.getLogger("backline.mcp")
+
+START_TIMEOUT = 60.0
+"""How long ``endpoint()`` waits for the endpoint to start (importing ``mcp`` included)."""
+STOP_TIMEOUT = 5.0
+"""How long closing waits for a start still in progress to give up."""
+
+
+@dataclass(frozen=True)
+class Endpoint:
+    """Where an agent reaches one background session's voice channel over HTTP."""
+
+    url: str
+    token: str
+    background_id: str
+
+    @property
+    def headers(self) -> dict[str, str]:
+        """The HTTP headers every request needs."""
+        return {"Authorization": f"Bearer {self.token}"}
+
+
+class _Shared:
+    """The endpoint of one event loop, and who uses it."""
+
+    def __init__(self, limits: Limits) -> None:
+        self.registry = SessionRegistry()
+        self.users = 0
+        self.limits = limits
+        self.announce_as: str | None = None
+        self.announcement: Path | None = None
+        self.on_ready: list[Callable[[ChannelHost], None]] = []
+        self.host: ChannelHost | None = None
+        self.task: asyncio.Task[ChannelHost] = asyncio.get_running_loop().create_task(
+            self._start(), name="backline MCP endpoint start"
+        )
+        self.task.add_done_callback(_consume_failure)
+        from ..plugins import _session_hooks
+
+        _session_hooks.add_observer(self._observe)
+
+    def _observe(self, hook: str, session: Any) -> None:
+        if hook == "session_started" and getattr(session, "background", None) is not None:
+            self.registry.add(session)
+
+    async def _start(self) -> ChannelHost:
+        # Imported here, on the event loop's thread: importing in another thread races
+        # with imports of the same packages elsewhere (claude-agent-sdk imports mcp too),
+        # and Python's import locks then fail one of them.
+        module = importlib.import_module("backline.mcp._host")
+        token = os.environ.get(ENV_TOKEN) or None
+        port = _port_from_env()
+        host: ChannelHost = module.ChannelHost(
+            self.registry, token=token, port=port, limits=self.limits
+        )
+        try:
+            await host.start()
+        except BaseException:
+            await host.aclose()
+            raise
+        self.host = host
+        self._announce()
+        for callback in self.on_ready:
+            _call(callback, host)
+        return host
+
+    def want_announcement(self, front_end: str) -> None:
+        self.announce_as = self.announce_as or front_end
+        self._announce()
+
+    def _announce(self) -> None:
+        host = self.host
+        if host is None or self.announce_as is None or self.announcement is not None:
+            return
+        try:
+            self.announcement = announce(host.url, host.token, self.announce_as)
+        except OSError as e:
+            logger.warning(
+                "could not announce the MCP endpoint (%s): `backline mcp serve` will not find "
+                "this front end; set BACKLINE_RUNTIME_DIR to a writable directory",
+                e,
+            )
+
+    async def aclose(self) -> None:
+        from ..plugins import _session_hooks
+
+        _session_hooks.remove_observer(self._observe)
+        if self.announcement is not None:
+            withdraw(self.announcement)
+        if not self.task.done():
+            self.task.cancel()
+        await asyncio.wait([self.task], timeout=STOP_TIMEOUT)  # its failure is logged
+        if self.host is not None:
+            await self.host.aclose()
+
+
+def _call(callback: Callable[[ChannelHost], None], host: ChannelHost) -> None:
+    try:
+        callback(host)
+    except Exception:
+        logger.exception("an on_ready callback of the MCP endpoint raised")
+
+
+def _consume_failure(task: asyncio.Task[Any]) -> None:
+    if task.cancelled():
+        return
+    error = task.exception()
+    if error is not None:
+        logger.warning(
+            "the MCP voice-channel endpoint did not start (%s: %s): agents cannot connect "
+            "over MCP; everything else works",
+            type(error).__name__,
+            error,
+        )
+
+
+def _port_from_env() -> int:
+    raw = os.environ.get(ENV_PORT, "").strip()
+    if not raw:
+        return 0
+    try:
+        port = int(raw)
+    except ValueError:
+        raise ValueError(f"{ENV_PORT} must be a port number, got {raw!r}") from None
+    if not 0 <= port <= 65535:
+        raise ValueError(f"{ENV_PORT} must be a port number (0-65535), got {port}")
+    return port
+
+
+_shared: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, _Shared] = weakref.WeakKeyDictionary()
+
+
+class Hosting:
+    """One use of the process's voice-channel endpoint (see ``hosted_voice_channel``)."""
+
+    def __init__(self, shared: _Shared) -> None:
+        self._shared = shared
+
+    @property
+    def registry(self) -> SessionRegistry:
+        return self._shared.registry
+
+    async def host(self) -> ChannelHost:
+        """The running endpoint (waits, bounded, until it serves). Raises
+        ``RuntimeError`` saying why when it could not start."""
+        task = self._shared.task
+        try:
+            return await asyncio.wait_for(asyncio.shield(task), START_TIMEOUT)
+        except TimeoutError:
+            raise RuntimeError(
+                f"the MCP endpoint did not start within {START_TIMEOUT:g} s"
+            ) from None
+        except asyncio.CancelledError:
+            if task.cancelled():
+                raise RuntimeError("the MCP endpoint was stopped") from None
+            raise
+        except Exception as e:
+            raise RuntimeError(f"the MCP endpoint did not start: {type(e).__name__}: {e}") from e
+
+    async def endpoint(self, ctx: BackgroundContext) -> Endpoint:
+        """The URL and token that reach ``ctx``'s voice channel (its own session's path)."""
+        host = await self.host()
+        key = self._shared.registry.add(ctx.session)
+        return Endpoint(host.endpoint(ctx.id, key), host.token, ctx.id)
+
+
+@contextlib.asynccontextmanager
+async def hosted_voice_channel(
+    *,
+    announce: str | None = None,
+    limits: Limits | None = None,
+    on_ready: Callable[[ChannelHost], None] | None = None,
+) -> AsyncIterator[Hosting]:
+    """Use the voice-channel endpoint of this event loop (starting it if needed).
+
+    ``announce`` (a front end's name, like ``"backline console"``) also writes the
+    0600 announcement ``backline mcp serve`` finds; the endpoint is stopped and the
+    announcement removed when the last user leaves. ``on_ready(host)`` is called once
+    it serves (at once if it already does).
+    """
+    loop = asyncio.get_running_loop()
+    shared = _shared.get(loop)
+    if shared is None:
+        shared = _shared[loop] = _Shared(limits or DEFAULT_LIMITS)
+    shared.users += 1
+    if announce is not None:
+        shared.want_announcement(announce)
+    if on_ready is not None:
+        if shared.host is not None:
+            _call(on_ready, shared.host)
+        else:
+            shared.on_ready.append(on_ready)
+    try:
+        yield Hosting(shared)
+    finally:
+        shared.users -= 1
+        if shared.users == 0:
+            if _shared.get(loop) is shared:
+                del _shared[loop]
+            await shared.aclose()

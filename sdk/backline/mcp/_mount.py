@@ -1,0 +1,478 @@
+"""MCP servers' tools mounted into the voice agent (``Session``/``Agent(mcp_servers=...)``).
+
+Each server's tools become function tools named ``<server>__<tool>``: the model's
+arguments are checked against the tool's JSON Schema (jsonschema) before the call;
+a call that goes ``timeout`` seconds without a result or progress, or a server that
+crashed, is a tool error the model reads, and the next call starts a new connection
+(a new process for a stdio server); progress turns the call into a deferred tool
+(``RunContext.update``). ``tools/list_changed`` refreshes a server's tools. Closing
+stops every process a server was started as: nothing is left behind.
+
+``mcp`` is imported when a server is first connected, not with this module.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import logging
+import re
+import tempfile
+from collections.abc import Callable, Collection, Coroutine, Sequence
+from typing import Any, TextIO
+
+from ..limits import DEFAULT_LIMITS, Limits
+from ..llm.tools import FunctionTool, ToolError
+from ..voice._tasks import TaskScope
+from ._config import MCPServerConfig, MCPServerHTTP, MCPServerStdio, check_servers
+
+logger = logging.getLogger("backline.mcp")
+
+SEPARATOR = "__"
+MAX_TOOL_NAME = 64
+"""Model APIs take tool names of at most 64 characters (``<server>__<tool>``)."""
+CLOSE_TIMEOUT = 10.0
+_INVALID = re.compile(r"[^A-Za-z0-9_-]")
+
+
+def mounted_name(server: str, tool: str) -> str:
+    """``<server>__<tool>``, characters a model API refuses replaced by ``_``."""
+    return f"{server}{SEPARATOR}{_INVALID.sub('_', tool)}"
+
+
+def toolset_for(
+    servers: Sequence[Any], *, owner: str, limits: Callable[[], Limits] | None = None
+) -> McpToolset:
+    """A toolset for ``Session``/``Agent(mcp_servers=...)`` (checked: configs, unique names)."""
+    return McpToolset(check_servers(servers, where=owner), owner=owner, limits=limits)
+
+
+class McpToolset:
+    """The tools of some MCP servers, as function tools (see the module doc).
+
+    ``await start(taken)`` connects every server (concurrently, each bounded by
+    ``Limits.mcp_start_timeout``) and builds their tools; a tool name in ``taken``, or
+    in two servers, fails the start with an error naming both, and nothing stays
+    started. ``tools`` is the current list; ``on_change()`` is called when a server's
+    ``tools/list_changed`` changed it. ``aclose()`` stops them all (bounded).
+    """
+
+    def __init__(
+        self,
+        servers: Sequence[MCPServerConfig],
+        *,
+        owner: str,
+        limits: Callable[[], Limits] | None = None,
+    ) -> None:
+        self.owner = owner
+        self._limits = limits or (lambda: DEFAULT_LIMITS)
+        self._servers = [_Server(self, config) for config in servers]
+        self._taken: frozenset[str] = frozenset()
+        self._scope = TaskScope(f"{owner} MCP servers")
+        self.started = False
+        self.on_change: Callable[[], None] | None = None
+
+    @property
+    def tools(self) -> list[FunctionTool]:
+        return [tool for server in self._servers for tool in server.tools]
+
+    @property
+    def limits(self) -> Limits:
+        return self._limits()
+
+    def limits_from(self, session: Any) -> None:
+        """Take the bounds of ``session`` (an agent's toolset, when the agent starts)."""
+        self._limits = lambda: getattr(session, "limits", DEFAULT_LIMITS)
+
+    async def start(self, taken: Collection[str] = ()) -> None:
+        if self.started:
+            return
+        self._taken = frozenset(taken)
+        self._scope = TaskScope(f"{self.owner} MCP servers")
+        try:
+            listed = await _all_or_none([server.open() for server in self._servers])
+            built = [
+                server.build(tools) for server, tools in zip(self._servers, listed, strict=True)
+            ]
+            self._check(dict(zip(self._servers, built, strict=True)))
+        except BaseException:
+            await self.aclose()
+            raise
+        for server, tools in zip(self._servers, built, strict=True):
+            server.tools = tools
+        self.started = True
+
+    def _check(self, built: dict[_Server, list[FunctionTool]]) -> None:
+        """Every name free: not taken, not in another server (raises ``ValueError``)."""
+        owners: dict[str, str] = {}
+        for server, tools in built.items():
+            for tool in tools:
+                if tool.name in self._taken:
+                    raise ValueError(
+                        f"{self.owner}: the tool {tool.name!r} of MCP server "
+                        f"{server.config.name!r} has the name of another tool of this agent "
+                        "(or a reserved one): rename the server in its configuration"
+                    )
+                if tool.name in owners:
+                    raise ValueError(
+                        f"{self.owner}: MCP servers {owners[tool.name]!r} and "
+                        f"{server.config.name!r} both give a tool named {tool.name!r}"
+                    )
+                owners[tool.name] = server.config.name
+
+    def refreshed(self, server: _Server, tools: list[FunctionTool]) -> bool:
+        """A server's new list of tools, if it clashes with nothing (else it is refused)."""
+        built = {s: (tools if s is server else s.tools) for s in self._servers}
+        try:
+            self._check(built)
+        except ValueError as e:
+            logger.warning("MCP server %r changed its tools; not taken: %s", server.config.name, e)
+            return False
+        server.tools = tools
+        logger.info("MCP server %r now offers %d tools", server.config.name, len(tools))
+        if self.on_change is not None:
+            self.on_change()
+        return True
+
+    def spawn(self, coro: Any, name: str) -> None:
+        """Run ``coro`` in a task this toolset owns (cancelled at close)."""
+        if self._scope.closed:
+            coro.close()
+            return
+        self._scope.create_task(coro, name=name)
+
+    async def aclose(self) -> None:
+        """Stop every server (each bounded); the tools go away."""
+        await self._scope.aclose()
+        await asyncio.gather(*(server.aclose() for server in self._servers))
+        for server in self._servers:
+            server.tools = []
+        self.started = False
+
+
+class _Server:
+    """One mounted server: its tools and its (re)connection."""
+
+    def __init__(self, toolset: McpToolset, config: MCPServerConfig) -> None:
+        self.toolset = toolset
+        self.config = config
+        self.tools: list[FunctionTool] = []
+        self._connection: _Connection | None = None
+        self._lock = asyncio.Lock()
+
+    @property
+    def timeout(self) -> float:
+        return self.config.timeout or self.toolset.limits.mcp_call_timeout
+
+    async def open(self) -> list[Any]:
+        """Connect and list the tools (bounded)."""
+        limit = self.toolset.limits.mcp_start_timeout
+        try:
+            async with asyncio.timeout(limit):
+                connection = await self._connect()
+                return await connection.list_tools()
+        except TimeoutError:
+            raise RuntimeError(
+                f"{self.toolset.owner}: MCP server {self.config.name!r} ({self.config.where}) "
+                f"did not start within {limit:g} s (Limits.mcp_start_timeout)"
+            ) from None
+
+    async def _connect(self) -> _Connection:
+        async with self._lock:
+            connection = self._connection
+            if connection is not None and not connection.broken:
+                return connection
+            if connection is not None:
+                await connection.close()
+            connection = _Connection(self.config, self._tools_changed)
+            self._connection = connection
+            try:
+                await connection.open()
+            except Exception as e:
+                raise RuntimeError(
+                    f"{self.toolset.owner}: MCP server {self.config.name!r} "
+                    f"({self.config.where}) could not be started: {connection.describe(e)}"
+                ) from None
+            return connection
+
+    def build(self, listed: list[Any]) -> list[FunctionTool]:
+        return [self._function_tool(tool) for tool in listed]
+
+    def _function_tool(self, tool: Any) -> FunctionTool:
+        from jsonschema import Draft202012Validator
+        from jsonschema.exceptions import SchemaError
+
+        name = mounted_name(self.config.name, tool.name)
+        where = f"{self.toolset.owner}: the tool {tool.name!r} of MCP server {self.config.name!r}"
+        if len(name) > MAX_TOOL_NAME:
+            raise ValueError(
+                f"{where} would be named {name!r}, longer than {MAX_TOOL_NAME} characters: "
+                "give the server a shorter name"
+            )
+        schema = dict(tool.input_schema or {})
+        schema.pop("$schema", None)
+        schema.setdefault("type", "object")
+        schema.setdefault("properties", {})
+        try:
+            Draft202012Validator.check_schema(schema)
+        except SchemaError as e:
+            raise ValueError(f"{where} has an invalid input schema: {e.message}") from None
+        mcp_name = tool.name
+        description = (
+            tool.description or ""
+        ).strip() or f"{tool.name} (MCP server {self.config.name})."
+
+        async def call(arguments: dict[str, Any], run_ctx: Any) -> str:
+            return await self.call(mcp_name, arguments, run_ctx)
+
+        return FunctionTool.from_schema(call, name=name, description=description, parameters=schema)
+
+    async def call(self, tool: str, arguments: dict[str, Any], run_ctx: Any) -> str:
+        """Call ``tool`` (arguments already checked); progress goes to ``run_ctx.update``."""
+        what = f"the tool {tool!r} of MCP server {self.config.name!r}"
+        try:
+            connection = await self._connect()
+        except RuntimeError as e:
+            raise ToolError(f"{e}. Try again later, or do without it.") from None
+        updates: asyncio.Queue[str] = asyncio.Queue()
+
+        async def on_progress(progress: float, total: float | None, message: str | None) -> None:
+            updates.put_nowait(message or _fraction(progress, total))
+
+        call = asyncio.ensure_future(connection.call(tool, arguments, on_progress))
+        try:
+            while True:
+                update = asyncio.ensure_future(updates.get())
+                done, _ = await asyncio.wait(
+                    {call, update}, timeout=self.timeout, return_when=asyncio.FIRST_COMPLETED
+                )
+                if update in done:
+                    if run_ctx is not None:
+                        await run_ctx.update(update.result())
+                    if call not in done:
+                        continue
+                update.cancel()
+                if call in done:
+                    break
+                connection.broken = True  # a hung call: the next one starts over
+                raise ToolError(
+                    f"{what} did not answer within {self.timeout:g} s. It was stopped; the "
+                    "next call starts the server again."
+                )
+        finally:
+            if not call.done():
+                call.cancel()
+                await asyncio.wait([call], timeout=CLOSE_TIMEOUT)
+                if call.done() and not call.cancelled():
+                    call.exception()  # what a stopped call ended with is not news
+        try:
+            result = call.result()
+        except ToolError:
+            raise
+        except Exception as e:
+            if connection.closed_under_us(e):
+                connection.broken = True
+                raise ToolError(
+                    f"{what} failed: the server stopped ({connection.describe(e)}). The next "
+                    "call starts it again."
+                ) from None
+            raise ToolError(f"{what} failed: {connection.describe(e)}") from None
+        text = _result_text(result)
+        if getattr(result, "is_error", False):
+            raise ToolError(text or f"{what} failed (it gave no reason).")
+        return text
+
+    def _tools_changed(self) -> None:
+        self.toolset.spawn(self._refresh(), f"refresh MCP server {self.config.name}")
+
+    async def _refresh(self) -> None:
+        try:
+            connection = await self._connect()
+            listed = await connection.list_tools()
+            tools = self.build(listed)
+        except Exception as e:
+            logger.warning("MCP server %r: refreshing its tools failed: %s", self.config.name, e)
+            return
+        self.toolset.refreshed(self, tools)
+
+    async def aclose(self) -> None:
+        async with self._lock:
+            connection, self._connection = self._connection, None
+        if connection is not None:
+            await connection.close()
+
+
+class _Connection:
+    """One ``mcp.Client``, entered and exited by a task of its own (anyio's scopes
+    require it); other tasks call through it. ``broken``: start a new one."""
+
+    def __init__(self, config: MCPServerConfig, on_tools_changed: Callable[[], None]) -> None:
+        self.config = config
+        self.broken = False
+        self._on_tools_changed = on_tools_changed
+        self._client: Any = None
+        self._ready: asyncio.Future[None] | None = None
+        self._stop = asyncio.Event()
+        self._task: asyncio.Task[None] | None = None
+        self._stderr: TextIO | None = None
+
+    async def open(self) -> None:
+        loop = asyncio.get_running_loop()
+        self._ready = loop.create_future()
+        self._task = loop.create_task(self._hold(), name=f"MCP server {self.config.name}")
+        try:
+            await asyncio.shield(self._ready)
+        except BaseException:
+            await self.close()
+            raise
+
+    async def _hold(self) -> None:
+        assert self._ready is not None
+        try:
+            async with contextlib.AsyncExitStack() as stack:
+                self._client = await stack.enter_async_context(self._client_for(stack))
+                self._ready.set_result(None)
+                await self._stop.wait()
+        except BaseException as e:
+            self.broken = True
+            if not self._ready.done():
+                self._ready.set_exception(_unwrap(e))
+            elif not isinstance(e, asyncio.CancelledError):
+                logger.debug("MCP server %r connection ended", self.config.name, exc_info=True)
+            if isinstance(e, asyncio.CancelledError):
+                raise
+
+    def _client_for(self, stack: contextlib.AsyncExitStack) -> Any:
+        from mcp import Client, StdioServerParameters
+        from mcp.client.stdio import stdio_client
+        from mcp.client.streamable_http import streamable_http_client
+        from mcp.shared._httpx_utils import create_mcp_http_client
+
+        config = self.config
+        if isinstance(config, MCPServerStdio):
+            stderr = tempfile.TemporaryFile("w+", encoding="utf-8")  # noqa: SIM115 - the stack closes it
+            self._stderr = stack.enter_context(stderr)
+            params = StdioServerParameters(
+                command=config.command,
+                args=list(config.args),
+                env=dict(config.env) if config.env else None,
+                cwd=config.cwd,
+            )
+            transport = stdio_client(params, errlog=self._stderr)
+        else:
+            assert isinstance(config, MCPServerHTTP)
+            http = create_mcp_http_client(headers=dict(config.headers or {}))
+            transport = streamable_http_client(config.url, http_client=http)
+            stack.push_async_callback(http.aclose)
+        # The initialize handshake: every MCP server speaks it, and its tools/list_changed
+        # notifications reach the message handler (2026-07-28 needs a subscription).
+        return Client(transport, message_handler=self._on_message, mode="legacy")
+
+    async def _on_message(self, message: Any) -> None:
+        from mcp_types import ToolListChangedNotification
+
+        if isinstance(message, ToolListChangedNotification):
+            self._on_tools_changed()  # not here: this runs in the client's receive loop
+
+    async def list_tools(self) -> list[Any]:
+        tools: list[Any] = []
+        cursor = None
+        while True:
+            page = await self._client.list_tools(cursor=cursor, cache_mode="bypass")
+            tools.extend(page.tools)
+            cursor = getattr(page, "next_cursor", None)
+            if not cursor:
+                return tools
+
+    async def call(self, tool: str, arguments: dict[str, Any], on_progress: Any) -> Any:
+        return await self._client.call_tool(tool, arguments, progress_callback=on_progress)
+
+    def closed_under_us(self, error: BaseException) -> bool:
+        """Whether ``error`` means the connection is gone (a crash, not a tool's error)."""
+        from mcp.shared.exceptions import MCPError
+        from mcp_types import CONNECTION_CLOSED
+
+        error = _unwrap(error)
+        if isinstance(error, MCPError):
+            return error.error.code == CONNECTION_CLOSED
+        return True
+
+    def describe(self, error: BaseException) -> str:
+        error = _unwrap(error)
+        text = " ".join(str(error).split()) or type(error).__name__
+        tail = self._stderr_tail()
+        return f"{text}; it said: {tail}" if tail else text
+
+    def _stderr_tail(self) -> str:
+        if self._stderr is None or self._stderr.closed:
+            return ""
+        with contextlib.suppress(OSError, ValueError):
+            self._stderr.flush()
+            self._stderr.seek(0)
+            lines = [line.strip() for line in self._stderr.read().splitlines() if line.strip()]
+            return lines[-1][:200] if lines else ""
+        return ""
+
+    async def close(self) -> None:
+        """End the client (a stdio server's process is stopped: stdin closed, then its
+        process group terminated, each step bounded by the ``mcp`` package)."""
+        self.broken = True
+        self._stop.set()
+        task = self._task
+        if task is None or task.done():
+            return
+        _, pending = await asyncio.wait([task], timeout=CLOSE_TIMEOUT)
+        if pending:  # stuck (a server that never answered): cut it
+            task.cancel()
+            await asyncio.wait([task], timeout=CLOSE_TIMEOUT)
+
+
+async def _all_or_none(work: list[Coroutine[Any, Any, Any]]) -> list[Any]:
+    """Run ``work`` concurrently; at the first failure cancel the rest (and wait for
+    them), then raise it. Nothing is left running either way."""
+    tasks = [asyncio.ensure_future(w) for w in work]
+    if not tasks:
+        return []
+    try:
+        await asyncio.wait(tasks, return_when=asyncio.FIRST_EXCEPTION)
+    finally:
+        for task in tasks:
+            task.cancel()
+        await asyncio.wait(tasks)
+    for task in tasks:
+        error = None if task.cancelled() else task.exception()
+        if error is not None:
+            raise error
+    return [task.result() for task in tasks]
+
+
+def _unwrap(error: BaseException) -> BaseException:
+    while isinstance(error, BaseExceptionGroup) and error.exceptions:
+        error = error.exceptions[0]
+    return error
+
+
+def _fraction(progress: float, total: float | None) -> str:
+    if total:
+        return f"{progress:g} of {total:g}"
+    return f"progress {progress:g}"
+
+
+def _result_text(result: Any) -> str:
+    parts: list[str] = []
+    for block in getattr(result, "content", None) or []:
+        kind = getattr(block, "type", "")
+        if kind == "text":
+            parts.append(block.text)
+        elif kind == "resource":
+            resource = block.resource
+            parts.append(getattr(resource, "text", None) or f"[resource {resource.uri}]")
+        elif kind == "resource_link":
+            parts.append(f"[link {block.uri}]")
+        else:
+            parts.append(f"[{kind or 'unknown'} content]")
+    structured = getattr(result, "structured_content", None)
+    if not parts and structured is not None:
+        return json.dumps(structured, ensure_ascii=False, sort_keys=True)
+    return "\n".join(parts)

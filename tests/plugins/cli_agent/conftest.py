@@ -1,0 +1,68 @@
+"""cli_agent driven by a scripted voice agent, with a fake agent CLI or the real Claude Code."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import AsyncIterator, Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+from backline_cli_agent import AgentConfig, cli_agent_background
+
+from backline.testing import BackgroundDriver
+
+FAKE_AGENT = Path(__file__).with_name("fake_agent.py")
+WAIT = 60.0  # bounds a hang: a run takes well under a second (a few with the real CLI)
+
+
+@pytest.fixture(autouse=True)
+def runtime_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    directory = tmp_path / "runtime"
+    monkeypatch.setenv("BACKLINE_RUNTIME_DIR", str(directory))
+    for name in (
+        "BACKLINE_MCP_URL",
+        "BACKLINE_MCP_TOKEN",
+        "BACKLINE_MCP_PORT",
+        "BACKLINE_AGENT_CMD",
+    ):
+        monkeypatch.delenv(name, raising=False)
+    return directory
+
+
+@pytest.fixture
+async def drive(tmp_path: Path) -> AsyncIterator[Callable[..., Any]]:
+    """``await drive(argv, env=..., grace=0.0)``: a started ``BackgroundDriver`` running
+    ``cli_agent`` with that command in ``tmp_path/work`` (closed after the test)."""
+    made: list[BackgroundDriver] = []
+    work = tmp_path / "work"
+    work.mkdir()
+
+    async def make(
+        argv: tuple[str, ...] | None, *, env: dict[str, str] | None = None, grace: float = 0.0
+    ) -> BackgroundDriver:
+        config = AgentConfig(argv=argv, cwd=work, env=env or {})
+        definition = cli_agent_background(config, interrupt_grace=grace)
+        driver = BackgroundDriver(definition, timeout=WAIT, user_away_timeout=None)
+        await driver.__aenter__()
+        made.append(driver)
+        return driver
+
+    try:
+        yield make
+    finally:
+        for driver in made:
+            await driver.__aexit__(None, None, None)
+
+
+FAKE = (sys.executable, str(FAKE_AGENT))
+
+
+def silent(driver: BackgroundDriver) -> list[str]:
+    return driver.result().silent
+
+
+def state(driver: BackgroundDriver) -> dict[str, Any]:
+    value = driver.result().state
+    assert isinstance(value, dict), value
+    return value

@@ -1,0 +1,108 @@
+"""How each kind of agent is started, and the plugin as installed."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from backline_cli_agent import AgentConfig, agent_kind
+from backline_cli_agent.config import claude_launch, mcp_config, task_launch, write_private
+from click.testing import CliRunner
+
+from backline.cli import make_cli
+from backline.mcp import Endpoint
+from backline.plugins import PluginManager
+
+ENDPOINT = Endpoint("http://127.0.0.1:4321/mcp/key/cli_agent", "s3cr3t", "cli_agent")
+
+
+@pytest.mark.parametrize(
+    ("argv", "kind"),
+    [
+        (("claude", "-p"), "claude"),
+        (("/usr/local/bin/claude",), "claude"),
+        (("codex", "exec"), "codex"),
+        (("gemini", "-p"), "generic"),
+        (("python", "agent.py"), "generic"),
+    ],
+)
+def test_the_kind_of_agent_comes_from_its_program(argv: tuple[str, ...], kind: str) -> None:
+    assert agent_kind(argv) == kind
+
+
+def test_claude_gets_stream_json_the_mcp_config_and_only_backline_allowed(tmp_path: Path) -> None:
+    launch = claude_launch(("claude", "-p", "--model", "x"), tmp_path / "mcp.json", "Guidance.")
+
+    assert launch.argv == [
+        *("claude", "-p", "--model", "x"),
+        *("--input-format", "stream-json", "--output-format", "stream-json", "--verbose"),
+        *("--mcp-config", str(tmp_path / "mcp.json"), "--strict-mcp-config"),
+        *("--allowedTools", "mcp__backline", "--append-system-prompt", "Guidance."),
+    ]
+    assert "-p" in claude_launch(("claude",), None, "G.").argv  # stream-json needs print mode
+
+
+def test_codex_gets_the_server_as_config_overrides_and_the_token_in_the_environment() -> None:
+    launch = task_launch("codex", ("codex", "exec"), "Do it.", ENDPOINT, None)
+
+    assert launch.argv == [
+        *("codex", "exec"),
+        *("-c", 'mcp_servers.backline.url="http://127.0.0.1:4321/mcp/key/cli_agent"'),
+        *("-c", 'mcp_servers.backline.bearer_token_env_var="BACKLINE_MCP_TOKEN"'),
+        "Do it.",
+    ]
+    assert launch.env["BACKLINE_MCP_TOKEN"] == "s3cr3t"
+    assert "s3cr3t" not in " ".join(launch.argv)
+
+
+def test_a_generic_agent_gets_the_prompt_last_or_in_place_and_the_server_in_the_environment(
+    tmp_path: Path,
+) -> None:
+    config_file = write_private(tmp_path / "mcp.json", mcp_config(ENDPOINT))
+    last = task_launch("generic", ("gemini", "-p"), "Do it.", ENDPOINT, config_file)
+    placed = task_launch("generic", ("agent", "--task", "{prompt}", "-v"), "Do it.", None, None)
+
+    assert last.argv == ["gemini", "-p", "Do it."]
+    assert last.env == {
+        "BACKLINE_MCP_URL": ENDPOINT.url,
+        "BACKLINE_MCP_TOKEN": "s3cr3t",
+        "BACKLINE_BACKGROUND": "cli_agent",
+        "BACKLINE_MCP_CONFIG": str(config_file),
+    }
+    assert json.loads(config_file.read_text())["mcpServers"]["backline"] == {
+        "type": "http",
+        "url": ENDPOINT.url,
+        "headers": {"Authorization": "Bearer s3cr3t"},
+    }
+    assert config_file.stat().st_mode & 0o777 == 0o600
+    assert placed.argv == ["agent", "--task", "Do it.", "-v"]
+    assert placed.env == {}
+
+
+def test_the_command_is_read_from_the_environment_like_a_shell_would(tmp_path: Path) -> None:
+    config = AgentConfig.from_env({"BACKLINE_AGENT_CMD": "claude -p --model 'a b'"}, cwd=tmp_path)
+
+    assert config.argv == ("claude", "-p", "--model", "a b")
+    assert config.kind == "claude" and config.name == "claude"
+    assert AgentConfig.from_env({}, cwd=tmp_path).argv is None
+    with pytest.raises(ValueError, match="BACKLINE_AGENT_CMD is not a valid command"):
+        AgentConfig.from_env({"BACKLINE_AGENT_CMD": "claude 'unclosed"}, cwd=tmp_path)
+    with pytest.raises(ValueError, match="does not exist"):
+        AgentConfig(argv=("claude",), cwd=tmp_path / "missing")
+
+
+def test_the_plugin_registers_the_background_and_the_agent_cmd_option() -> None:
+    manager = PluginManager.from_environment({"BACKLINE_PLUGINS": "cli_agent"}).load()
+
+    info = manager.plugin("cli_agent")
+    assert info.status == "loaded" and info.distribution == "backline-cli-agent"
+    assert [d.id for d in manager.background_definitions()] == ["cli_agent"]
+    assert [o.flag for o in manager.options()] == ["--agent-cmd"]
+
+
+def test_every_front_end_shows_agent_cmd(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("BACKLINE_PLUGINS", "cli_agent")
+    for command in ("console", "web"):
+        result = CliRunner().invoke(make_cli(), [command, "--help"])
+        assert "--agent-cmd COMMAND" in result.output, command

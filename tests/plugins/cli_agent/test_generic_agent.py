@@ -1,0 +1,154 @@
+"""cli_agent with a generic agent CLI (a fake one): one process per task, over MCP."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from typing import Any
+
+import pytest
+
+from backline.mcp import VoiceChannel
+from backline.testing import BackgroundDriver
+from tests.mcp.conftest import http_client, text_of
+from tests.plugins.cli_agent.conftest import FAKE, WAIT, silent, state
+
+pytestmark = pytest.mark.timeout(120)
+
+
+def channel_of(driver: BackgroundDriver) -> VoiceChannel:
+    return VoiceChannel.of(driver.session.background.context("cli_agent"))  # type: ignore[union-attr]
+
+
+async def finished(driver: BackgroundDriver, runs: int = 1) -> dict[str, Any]:
+    """Wait until ``runs`` runs have ended (the task is cleared and the process exited)."""
+    seen = 0
+
+    def ended(s: Any) -> bool:
+        nonlocal seen
+        if s["task"] is None and s["last_task"] is not None and s["process"]["state"] == "exited":
+            seen += 1
+        return seen >= runs
+
+    return await driver.wait_for_state(ended, timeout=WAIT)  # type: ignore[no-any-return]
+
+
+async def test_output_lines_become_notes_and_a_quiet_agent_is_announced_finished(
+    drive: Any,
+) -> None:
+    driver = await drive(FAKE)
+
+    await driver.say("print: Reading the code.\nprint: All tests pass.")
+    final = await finished(driver)
+    await driver.wait_until_done()
+
+    assert silent(driver) == ["Reading the code.", "All tests pass."]
+    assert driver.result().spoken == [f"{FAKE[0].rsplit('/', 1)[-1]} finished: All tests pass."]
+    assert final["status"] == "idle, waiting for the next task"
+    assert final["process"]["exit_code"] == 0
+    assert final["last_task"] == "print: Reading the code.\nprint: All tests pass."
+
+
+async def test_the_agent_speaks_and_reports_its_status_over_mcp(drive: Any) -> None:
+    driver = await drive(FAKE)
+
+    await driver.say('say: Tests are green.\nstatus: {"step": "pushing", "done": 3}')
+    final = await finished(driver)
+    await driver.wait_until_done()
+
+    assert driver.result().spoken == ["Tests are green."]  # no "finished" on top of it
+    assert final["agent_status"] == {"step": "pushing", "done": 3}
+    assert final["voice_channel"].startswith("offered at http://127.0.0.1:")
+
+
+async def test_a_message_while_the_agent_waits_for_the_user_reaches_it(drive: Any) -> None:
+    driver = await drive(FAKE)
+
+    await driver.say("wait")
+    await driver.wait_for_state(lambda s: s["status"] == "waiting for your instructions")
+    assert channel_of(driver).listening
+    await driver.say("Use tabs.")  # past the grace window, yet no interrupt: it listens
+    await finished(driver)
+
+    assert "heard: The user says: / Use tabs." in silent(driver)
+
+
+async def test_a_message_while_it_works_interrupts_it_and_becomes_the_next_task(
+    drive: Any,
+) -> None:
+    driver = await drive(FAKE)
+    await driver.say("sleep")
+    await driver.wait_for(lambda: "sleeping" in silent(driver), what="the agent to start")
+
+    await driver.say("prompt")  # interrupts (SIGINT), then runs with the task it stopped
+    await finished(driver, runs=2)
+
+    notes = silent(driver)
+    assert "interrupted" in notes  # it got SIGINT, as an agent CLI's "stop"
+    assert (
+        "prompt| Your previous run was stopped because the person said something new. "
+        "It was working on:" in notes
+    )
+    assert "prompt| sleep" in notes and "prompt| prompt" in notes
+
+
+async def test_a_crash_is_reported_and_the_next_message_starts_a_fresh_run(drive: Any) -> None:
+    driver = await drive(FAKE)
+
+    await driver.say("crash: 3")
+    crashed = await finished(driver)
+    await driver.wait_until_done()
+    await driver.say("print: back")
+    await finished(driver, runs=2)
+
+    assert crashed["status"] == "stopped after an error; the next message starts it again"
+    assert crashed["error"] == "exit code 3: boom"
+    assert crashed["process"]["exit_code"] == 3
+    spoken = driver.result().spoken
+    assert spoken[0].endswith(
+        "stopped because of an error (exit code 3: boom). The next message starts it again."
+    )
+    assert "back" in silent(driver)
+
+
+async def test_closing_the_session_stops_a_running_agent(drive: Any) -> None:
+    driver = await drive(FAKE)
+    await driver.say("sleep")
+    await driver.wait_for(lambda: "sleeping" in silent(driver), what="the agent to start")
+    pid = state(driver)["process"]["pid"]
+
+    await driver.session.aclose()
+
+    with pytest.raises(ProcessLookupError):
+        os.kill(pid, 0)
+
+
+async def test_an_unknown_program_is_reported_as_a_crash(drive: Any) -> None:
+    driver = await drive(("no-such-agent-cli-xyz", "-p"))
+
+    await driver.say("hello")
+    final = await driver.wait_for_state(lambda s: s["error"] is not None, timeout=WAIT)
+
+    assert "'no-such-agent-cli-xyz' was not found" in final["error"]
+
+
+async def test_without_a_command_an_agent_you_start_attaches_over_mcp(drive: Any) -> None:
+    driver = await drive(None)
+    await driver.wait_for_state(lambda s: s["voice_channel"].startswith("offered at"))
+    assert state(driver)["status"].startswith("waiting for an agent to connect")
+    await driver.say("Add a README.")  # waits for whichever agent connects
+
+    url = state(driver)["voice_channel"].removeprefix("offered at ")
+    token = _token_of(driver)
+    async with http_client(url, token) as client:
+        heard = await client.call_tool("wait_for_user", {"timeout_seconds": 5})
+
+    assert text_of(heard) == "The user says:\nAdd a README."
+
+
+def _token_of(driver: BackgroundDriver) -> str:
+    from backline.mcp._hosting import _shared
+
+    shared = _shared[asyncio.get_running_loop()]
+    assert shared.host is not None
+    return shared.host.token
