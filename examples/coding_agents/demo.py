@@ -4,7 +4,13 @@ The real console, the real backline-claude-code plugin and the real Claude Code
 CLI (bundled in claude-agent-sdk) run against a fake Anthropic server on
 127.0.0.1 that scripts both models: the voice agent's (through AnthropicLLM) and
 Claude Code's. No API key, no network. The user's lines are typed by a script
-that waits for the conversation, as a person would.
+that watches the screen, as a person would.
+
+The conversation: the user asks for a file and a test; while Claude Code works
+on the test (its model is slow to answer), the user asks what it is doing (the
+voice agent answers from Claude Code's live state), then changes their mind.
+That correction interrupts Claude Code's running turn and becomes its next
+instruction.
 """
 
 from __future__ import annotations
@@ -26,90 +32,160 @@ from backline.io.console import run_console
 from backline.llm.anthropic import AnthropicLLM
 from backline.testing import fake_anthropic as fa
 
-ASK_FILE = "Please create hello.py that prints hello world."
-ASK_STATUS = "What is Claude Code doing now?"
+ASK = "Please create hello.py that prints hello world, and a test for it."
+ASK_STATUS = "What is Claude Code doing right now?"
+CORRECTION = "Actually, skip the test, and make it print hello, backline."
+TASK = "Create hello.py that prints hello world, and write a test for it."
+FIXED_TASK = "Skip the test. Make hello.py print hello, backline instead."
+GRACE = 2.0  # the plugin's interrupt grace window (the default)
+SLOW = 60.0  # Claude Code's model takes this long on the test: the correction cuts it short
+WAIT = 60.0  # bounds every wait of the scripted user (a hang, not a pace)
+NEXT_STEPS = """
+Next:
+  source .venv/bin/activate          # puts `backline` on your PATH (or run .venv/bin/backline)
+  backline fake-anthropic examples/offline/script.py
+                                     # try the console and the web page offline, interactively
+  export ANTHROPIC_API_KEY=sk-ant-...
+  cd your/repository && backline console --background claude_code    # the real thing"""
 
 
 def voice_model(request: fa.AnthropicRequest) -> Any:
     """The voice agent's model, scripted: it forwards, relays and reads the state."""
+    line = request.last_user_text.rsplit("\n", 1)[-1]  # context notes may come first
     results = request.tool_results
     if results:
         content = results[0].get("content")
         text = content if isinstance(content, str) else json.dumps(content)
         if "delivered" in text:
+            if line == CORRECTION:
+                return fa.text("Got it, I've passed your change to Claude Code.")
             return fa.text("I've asked Claude Code to do that; I'll tell you when it reports back.")
         state = json.loads(text)
-        files = ", ".join(state.get("files_changed") or []) or "no files"
+        files = ", ".join(state.get("files_changed") or []) or "nothing yet"
+        latest = (state.get("recent_activity") or ["nothing yet"])[-1]
         return fa.text(
-            f"Claude Code is {state['status']}. Its last task was: {state['last_task']} "
-            f"It changed {files}."
+            f"Claude Code is {state['status']} on: {state['task']} "
+            f"Its latest step: {latest}. Files changed so far: {files}."
         )
-    last = request.last_user_text
     if not request.tools:  # a background update to relay (tools are disabled then)
-        update = last.rsplit("sent an update:\n", 1)[-1]
+        update = request.last_user_text.rsplit("sent an update:\n", 1)[-1]
         return fa.text(f"Claude Code says: {update}")
-    line = last.rsplit("\n", 1)[-1]
-    if line == ASK_FILE:
-        content = "Create hello.py that prints hello world."
+    sends = {ASK: TASK, CORRECTION: FIXED_TASK}
+    if line in sends:
         return fa.tool_calls(
-            ("backline_send", {"background_session_id": "claude_code", "content": content})
+            ("backline_send", {"background_session_id": "claude_code", "content": sends[line]})
         )
     if line == ASK_STATUS:
         return fa.tool_calls(("backline_state", {"background_session_id": "claude_code"}))
     return fa.text("Okay.")
 
 
-def claude_code_model(cwd: Path) -> Any:
-    """Claude Code's model, scripted: write the file, narrate, speak a summary."""
-    steps = [
-        fa.tool_calls(
-            ("Write", {"file_path": str(cwd / "hello.py"), "content": 'print("hello world")\n'}),
-            text="I'll create hello.py with a single print statement.",
-        ),
-        fa.tool_calls(
-            ("mcp__voice__send_to_user", {"message": "I created hello.py; it prints hello world."})
-        ),
-        fa.text("hello.py is written and ready to run."),
-    ]
+def last_tool(request: fa.AnthropicRequest) -> str | None:
+    """The tool whose result this request answers, or None for a new instruction (after
+    an interrupt the CLI puts the new instruction beside the cut turn's last result)."""
+    content = request.messages[-1].get("content") if request.messages else None
+    if not isinstance(content, list) or any(
+        block.get("type") == "text"
+        and not block["text"].lstrip().startswith(("<system-reminder>", "[Request interrupted"))
+        for block in content
+    ):
+        return None
+    for message in reversed(request.messages):
+        blocks = message.get("content")
+        if message.get("role") == "assistant" and isinstance(blocks, list):
+            names = [b.get("name") for b in blocks if b.get("type") == "tool_use"]
+            if names:
+                return str(names[-1])
+    return None
 
-    def respond(_: fa.AnthropicRequest) -> Any:
-        return steps.pop(0) if steps else fa.text("Nothing else to do.")
+
+def claude_code_model(cwd: Path) -> Any:
+    """Claude Code's model, scripted: write the file, start (slowly) on the test; after
+    the correction, rewrite the file and speak a summary."""
+    hello = str(cwd / "hello.py")
+
+    def respond(request: fa.AnthropicRequest) -> Any:
+        tool = last_tool(request)
+        if "hello, backline" in request.last_user_text:  # the correction, as a new turn
+            if tool is None:
+                return fa.tool_calls(
+                    ("Write", {"file_path": hello, "content": 'print("hello, backline")\n'}),
+                    text="Switching to the new instruction: no test, and a new greeting.",
+                )
+            if tool == "Write":
+                message = "Done: hello.py now prints hello, backline, and I skipped the test."
+                return fa.tool_calls(("mcp__voice__send_to_user", {"message": message}))
+            return fa.text("hello.py prints hello, backline; no test was written.")
+        if tool is None:
+            return fa.tool_calls(
+                ("Write", {"file_path": hello, "content": 'print("hello world")\n'}),
+                text="I'll create hello.py first, then a test for it.",
+            )
+        return fa.text("Here is a test for hello.py.", delay=SLOW)  # still thinking...
 
     return respond
 
 
-async def type_lines(writer: Any, session: Session[Any], echo: Any) -> None:
+class Screen:
+    """The terminal: what the console writes goes to stdout and is kept, so the
+    scripted user can wait for what a person would wait for."""
+
+    def __init__(self) -> None:
+        self.text = ""
+        self._changed = asyncio.Event()
+
+    def write(self, text: str) -> int:
+        self.text += text
+        self._changed.set()
+        return sys.stdout.write(text)
+
+    def flush(self) -> None:
+        sys.stdout.flush()
+
+    async def shows(self, text: str) -> None:
+        async with asyncio.timeout(WAIT):
+            while text not in self.text:
+                self._changed.clear()
+                await self._changed.wait()
+
+
+async def type_lines(
+    writer: int, session: Session[Any], world: ScriptedWorld, screen: Screen
+) -> None:
     """The user: types a line, waits for what it should cause, types the next."""
-    relayed = asyncio.Event()
-    finished = asyncio.Event()
-    answered = asyncio.Event()
-    session.on("background_reply", lambda e: relayed.set() if e.status == "completed" else None)
+    loop = asyncio.get_running_loop()
+    turn_started: list[float] = []  # when Claude Code's state first said "working"
     session.on(
         "background_state",
-        lambda e: finished.set() if e.state["status"].startswith("idle, waiting for the") else None,
-    )
-    session.on(
-        "conversation_item_added",
         lambda e: (
-            answered.set()
-            if e.item.type == "message"
-            and e.item.role == "assistant"
-            and "is idle" in e.item.content
+            turn_started.append(loop.time())
+            if e.state["status"] == "working" and not turn_started
             else None
         ),
     )
 
-    async def type_line(text: str) -> None:
-        echo(f"you> {text}\n")
+    def type_line(text: str) -> None:
+        screen.write(f"you> {text}\n")
         os.write(writer, (text + "\n").encode())
 
-    await type_line(ASK_FILE)
-    await asyncio.wait_for(relayed.wait(), 60)
-    await asyncio.wait_for(finished.wait(), 60)
-    await asyncio.wait_for(session.wait_for_idle(), 60)
-    await type_line(ASK_STATUS)
-    await asyncio.wait_for(answered.wait(), 60)
-    await type_line("/quit")
+    await screen.shows("[claude_code] idle, waiting for a task")
+    type_line(ASK)
+    await screen.shows("I'll tell you when it reports back.")
+    # Claude Code wrote hello.py and now waits for its (slow) model on the test.
+    await asyncio.to_thread(world.wait_for_coder_requests, 2, WAIT)
+    await session.wait_for_idle()
+    type_line(ASK_STATUS)
+    await screen.shows("agent: Claude Code is working on:")
+    await session.wait_for_idle()
+    # A message interrupts a turn older than the grace window (a quicker one waits
+    # its turn): the user speaks up a moment later, as a person would.
+    await asyncio.sleep(max(0.0, turn_started[0] + GRACE + 0.2 - loop.time()))
+    type_line(CORRECTION)
+    await screen.shows("[claude_code] interrupted")
+    await screen.shows("agent (update): Claude Code says: Done:")
+    await screen.shows("[claude_code] idle, waiting for the next task")
+    await session.wait_for_idle()
+    type_line("/quit")
 
 
 async def main() -> int:
@@ -119,41 +195,41 @@ async def main() -> int:
         with world:
             config = ClaudeCodeConfig(cwd=cwd, env=world.claude_code_env(home))
             llm = AnthropicLLM(base_url=world.server.url, api_key="sk-ant-fake-key")
-            session: Session[Any] = Session(llm, background=[claude_code_background(config)])
+            background = claude_code_background(config, interrupt_grace=GRACE)
+            session: Session[Any] = Session(llm, background=[background])
+            screen = Screen()
             reader, writer = os.pipe()
-
-            def echo(text: str) -> None:
-                sys.stdout.write(text)
-                sys.stdout.flush()
-
             with os.fdopen(reader, "r") as stdin:
-                typing = asyncio.ensure_future(type_lines(writer, session, echo))
+                typing = asyncio.ensure_future(type_lines(writer, session, world, screen))
                 try:
                     await run_console(
                         session,
                         CodingAssistant(),
                         rich=False,
                         stdin=stdin,
+                        stdout=screen,  # type: ignore[arg-type]
                         banner=f"backline demo: talking to Claude Code in {cwd}",
                     )
                 finally:
                     typing.cancel()
                     os.close(writer)
+                    await llm.aclose()
+                await asyncio.gather(typing, return_exceptions=True)
             created = cwd / "hello.py"
             print()
-            print(f"The file Claude Code created, {created.name}:")
+            print(f"The file Claude Code left, {created.name}:")
             print("    " + created.read_text().rstrip().replace("\n", "\n    "))
             print(
-                f"\nClaude Code made {len(world.coder_requests)} model requests; "
+                f"Claude Code made {len(world.coder_requests)} model requests "
+                f"({len(world.server.disconnects)} cut short by the correction); "
                 f"the voice agent made {len(world.voice_requests)}."
             )
     print(
         "\nThe models in this demo were scripted: a fake Anthropic server on 127.0.0.1 "
         "answered both the voice agent and Claude Code. The console, the plugin and the "
-        "Claude Code CLI ran for real.\n"
-        "For the real thing: export ANTHROPIC_API_KEY=sk-ant-... and run "
-        "`backline console --background claude_code` in your repository."
+        "Claude Code CLI ran for real."
     )
+    print(NEXT_STEPS)
     return 0
 
 

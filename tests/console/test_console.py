@@ -3,6 +3,7 @@ status line, and a clean Ctrl-C exit."""
 
 from __future__ import annotations
 
+import io
 import os
 import re
 import subprocess
@@ -67,19 +68,28 @@ def test_rich_console_typing_updates_status_and_ctrl_c() -> None:
 @pytest.mark.timeout(60)
 def test_plain_console_streams_and_quits() -> None:
     child = spawn("--plain")
+    child.logfile_read = seen = io.StringIO()
     try:
         child.expect("console test ready")
-        child.expect(r"\[status\] agent: listening")
+        child.expect(r"\[builder\] idle")
         child.sendline("build the site")
         child.expect("agent: Sent to the builder.")
         child.expect(r"agent \(update\): Update: the build of the site finished")
-        child.expect(r"\[status\] agent: listening \| you: listening \| builder: done")
         child.sendline("/quit")
         child.expect("bye")
         child.expect(pexpect.EOF)
     finally:
         child.close(force=True)
     assert child.exitstatus == 0
+    # A line per change of the background's state, and nothing for the agent's
+    # listening/thinking flips.
+    lines = [line for line in seen.getvalue().splitlines() if line.startswith("[")]
+    assert lines[:3] == [
+        "[builder] idle",
+        "[builder] building · started the site",
+        "[builder] done · 1 file changed",
+    ]
+    assert lines[3:] in (["[builder] ended"], ["[builder] closed"])  # its loop ends on close
 
 
 # -- a line over the limit (issue 13, item 13) -------------------------------------------------

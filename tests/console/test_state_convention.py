@@ -7,7 +7,9 @@ from backline.io._view import summarize_state
 
 def test_phase_is_the_headline_and_whole_numbers_are_counts() -> None:
     state = {"phase": "verifying", "topic": "bees", "sources_read": 6, "claims_under_review": 9}
-    assert summarize_state(state) == "verifying · sources read 6 · claims under review 9"
+    assert summarize_state(state) == (
+        "verifying · sources read 6 · claims under review 9 · topic bees"
+    )
 
 
 def test_links_are_shown_in_full_after_the_cut() -> None:
@@ -23,3 +25,27 @@ def test_links_are_shown_in_full_after_the_cut() -> None:
 def test_claude_codes_shape_reads_as_before() -> None:
     state = {"status": "working", "recent_activity": ["edited a.py"], "files_changed": ["a.py"]}
     assert summarize_state(state) == "working · edited a.py · 1 file changed"
+
+
+def test_a_custom_states_short_fields_follow_the_headline() -> None:
+    state = {"status": "checking", "city": "Oslo", "eta": "5 min", "progress": 0.25}
+    assert summarize_state(state) == "checking · city Oslo · eta 5 min · progress 0.25"
+
+
+def test_long_texts_lists_and_nulls_are_left_to_the_web_card() -> None:
+    state = {
+        "status": "drafting",
+        "question": "What is the migration path for every service we run in production?",
+        "done": ["a", "b"],
+        "nested": {"x": 1},
+        "ok": True,
+        "error": None,
+        "city": "Oslo",
+    }
+    assert summarize_state(state) == "drafting · city Oslo"
+
+
+def test_the_line_stays_within_its_width() -> None:
+    state = {"status": "checking", **{f"field_{i}": "a short value" for i in range(10)}}
+    line = summarize_state(state, width=50)
+    assert len(line) == 50 and line.startswith("checking · field 0 a short value")

@@ -9,12 +9,14 @@
  *   recognitionFails(code) an error event with that code ("network", ...), then the end
  *   utterances            what synthesis was asked to say: {text, words, ended, cut}
  *   spokenWords()         every word synthesis has started to speak, in order
+ *   config                the configuration in force (change wordMs to pace later speech)
+ *   holdSpeech            while true, synthesis speaks no further word (a paused voice)
  */
 (() => {
   "use strict";
   const cfg = Object.assign({ wordMs: 20, recognition: true, synthesis: true },
     window.__fakeSpeechConfig || {});
-  const fake = { recognitions: [], active: null, utterances: [], log: [] };
+  const fake = { recognitions: [], active: null, utterances: [], log: [], config: cfg };
   window.__fake = fake;
 
   // -- recognition ---------------------------------------------------------------------------
@@ -142,6 +144,7 @@
       this.speaking = true;
       const step = () => {
         if (this.current !== cur) return;
+        if (fake.holdSpeech) { cur.timer = setTimeout(step, cfg.wordMs); return; }
         if (cur.i < words.length) {
           const m = words[cur.i++];
           log.words.push(m[0]);

@@ -1,4 +1,4 @@
-"""A scripted conversation for the web tests and the screenshot: a voice model that
+"""A scripted conversation for the web tests: a voice model that
 delegates to a Claude Code-like background, and controls to drive that background."""
 
 from __future__ import annotations

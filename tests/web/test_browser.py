@@ -132,6 +132,9 @@ async def test_a_background_state_card_updates(
     await expect(card.locator(".status")).to_have_text("idle", timeout=WAIT)
     ctx.set_state("a plain string state")
     await expect(card.locator(".state-body")).to_have_text("a plain string state", timeout=WAIT)
+    ctx.set_state({"status": "checking", "city": "Oslo", "eta": "5 min"})  # a custom state
+    await expect(card.locator(".state-status")).to_have_text("checking", timeout=WAIT)
+    await expect(card.locator(".field")).to_have_text(["city: Oslo", "eta: 5 min"])
     assert page.errors == []
 
 

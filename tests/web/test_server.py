@@ -177,7 +177,10 @@ async def test_background_updates_state_and_notes_reach_the_page_without_input(
         state = await client.expect("background_state")
         assert state["background_id"] == "claude_code"
         assert state["state"]["files_changed"] == ["src/login.py"]
-        assert state["summary"] == "working · Edit src/login.py · 1 file changed"
+        assert (
+            state["summary"]
+            == "working · Edit src/login.py · 1 file changed · task fix the login test"
+        )
 
         await ctx.send("reading tests/test_login.py", silent=True)
         note = await client.expect("transcript", lambda m: m["kind"] == "background")

@@ -24,6 +24,7 @@ ENV_ALLOW_BASH = "BACKLINE_CLAUDE_CODE_ALLOW_BASH"
 ENV_SETTING_SOURCES = "BACKLINE_CLAUDE_CODE_SETTING_SOURCES"
 ENV_TURN_TIMEOUT = "BACKLINE_CLAUDE_CODE_TURN_TIMEOUT"
 ENV_RETRY_TIMEOUT = "BACKLINE_CLAUDE_CODE_RETRY_TIMEOUT"
+ENV_NO_CLAUDE_MD = "BACKLINE_CLAUDE_CODE_NO_CLAUDE_MD"
 
 TURN_TIMEOUT = 1800.0
 """Default deadline of one task (a turn), in seconds: 30 minutes."""
@@ -58,6 +59,9 @@ class ClaudeCodeConfig:
     choose. ``setting_sources``: which Claude Code settings files load (``user``,
     ``project``, ``local``); none by default, so a repository's
     ``.claude/settings.json`` (and its hooks) never runs unless you opt in.
+    ``read_claude_md``: put the repository's ``CLAUDE.md`` (and ``.claude/CLAUDE.md``)
+    in Claude Code's system prompt, read by the plugin (memory.py); with the
+    ``project`` source the CLI reads it itself.
     ``turn_timeout``: the deadline of one task, from when Claude Code receives it;
     ``retry_timeout``: how long a failing model request may be retried before the
     task is given up.
@@ -69,6 +73,7 @@ class ClaudeCodeConfig:
     allowed_tools: tuple[str, ...] = READ_WRITE_TOOLS
     allow_bash: bool = False
     setting_sources: tuple[str, ...] = ()
+    read_claude_md: bool = True
     turn_timeout: float = TURN_TIMEOUT
     retry_timeout: float = RETRY_TIMEOUT
     env: Mapping[str, str] = field(default_factory=dict)
@@ -125,6 +130,11 @@ class ClaudeCodeConfig:
         return [*self.tools, SEND_TO_USER]
 
     @property
+    def reads_claude_md(self) -> bool:
+        """Whether the plugin puts CLAUDE.md in the prompt (not when the CLI loads it)."""
+        return self.read_claude_md and "project" not in self.setting_sources
+
+    @property
     def home(self) -> Path:
         """The CLI's home directory (what ``~`` means to it)."""
         return Path(self.env.get("HOME") or Path.home())
@@ -165,6 +175,8 @@ class ClaudeCodeConfig:
             values["allow_bash"] = _truthy(env[ENV_ALLOW_BASH])
         if env.get(ENV_SETTING_SOURCES):
             values["setting_sources"] = _names(env[ENV_SETTING_SOURCES])
+        if env.get(ENV_NO_CLAUDE_MD):
+            values["read_claude_md"] = not _truthy(env[ENV_NO_CLAUDE_MD])
         for name, key in (("turn_timeout", ENV_TURN_TIMEOUT), ("retry_timeout", ENV_RETRY_TIMEOUT)):
             if env.get(key):
                 values[name] = _seconds(key, env[key])

@@ -19,6 +19,7 @@ from .config import (
     ENV_ALLOWED_TOOLS,
     ENV_CWD,
     ENV_MODEL,
+    ENV_NO_CLAUDE_MD,
     ENV_PERMISSION_MODE,
     ENV_RETRY_TIMEOUT,
     ENV_SETTING_SOURCES,
@@ -62,6 +63,12 @@ OPTIONS: tuple[tuple[str, str, str, dict[str, Any]], ...] = (
         "Claude Code settings files to load: user,project,local (default none; the "
         "repository's project/local settings can run hooks).",
         {"metavar": "LIST"},
+    ),
+    (
+        "no-claude-md",
+        ENV_NO_CLAUDE_MD,
+        "Do not put the repository's CLAUDE.md in Claude Code's prompt (read by default).",
+        {"is_flag": True},
     ),
     (
         "turn-timeout",

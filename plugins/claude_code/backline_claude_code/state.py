@@ -29,9 +29,10 @@ class StateSink(Protocol):
 class StatusReporter:
     """Keeps ``{status, task, recent_activity, files_changed, last_task, error}``.
 
-    ``recent_activity`` keeps the last 8 edits, commands and refused calls
-    (searches are left out); ``files_changed`` lists edited files in first-seen order, leaving out,
-    at each publish, files that no longer exist (a file re-created shows again).
+    ``recent_activity`` keeps the last 8 edits (once they succeeded), commands (when
+    they start) and refused calls (reads and searches are left out);
+    ``files_changed`` lists edited files in first-seen order, leaving out, at each
+    publish, files that no longer exist (a file re-created shows again).
     An idle state persists until the next task starts.
     """
 
@@ -105,20 +106,25 @@ class StatusReporter:
         self.publish()
 
     def tool_used(self, name: str, tool_input: dict[str, Any]) -> None:
-        if name in SEARCH_TOOLS:
-            return  # search churn: no entry, no publish
-        if name in EDIT_TOOLS:
-            path = self._relative(tool_input.get("file_path") or tool_input.get("notebook_path"))
-            if path:
-                self._recent.append(f"edited {path}")
-                if path not in self._files:
-                    self._files.append(path)
-        elif name == "Bash":
-            command = " ".join(str(tool_input.get("command", "")).split())
-            if len(command) > COMMAND_CHARS:
-                command = command[: COMMAND_CHARS - 1] + "…"
-            self._recent.append(f"ran `{command}`")
+        """A tool call is about to run: a command is recorded now (it may run long)."""
+        if name != "Bash":
+            return  # edits are recorded once they land; searches are churn
+        command = " ".join(str(tool_input.get("command", "")).split())
+        if len(command) > COMMAND_CHARS:
+            command = command[: COMMAND_CHARS - 1] + "…"
+        self._recent.append(f"ran `{command}`")
         self.publish()
+
+    def tool_finished(self, name: str, tool_input: dict[str, Any]) -> None:
+        """A tool call ran: an edit is recorded now, with its file in ``files_changed``."""
+        if name not in EDIT_TOOLS:
+            return
+        path = self._relative(tool_input.get("file_path") or tool_input.get("notebook_path"))
+        if path:
+            self._recent.append(f"edited {path}")
+            if path not in self._files:
+                self._files.append(path)
+            self.publish()
 
     def refused(self, name: str) -> None:
         """A tool call was refused (a path outside the working directory, a tool not given)."""

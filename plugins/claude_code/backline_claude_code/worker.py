@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 from .client import ClaudeClient
 from .config import SEND_TO_USER, ClaudeCodeConfig
 from .confine import FolderGuard, deny_output
+from .memory import project_memory
 from .prompts import SYSTEM_PROMPT_APPEND
 from .state import StatusReporter
 
@@ -238,6 +239,12 @@ class ClaudeCodeWorker:
             reporter.tool_used(name, dict(tool_input))
             return {}
 
+        async def landed(input_data: Any, tool_use_id: Any, context: Any) -> Any:
+            # Called by the CLI after a tool call succeeded: an edit is recorded now.
+            name = str(input_data.get("tool_name", ""))
+            reporter.tool_finished(name, dict(input_data.get("tool_input") or {}))
+            return {}
+
         async def can_use_tool(name: str, tool_input: dict[str, Any], context: Any) -> Any:
             # Called for the calls the CLI would ask a person about: the same rule.
             reason = guard.check(name, tool_input)
@@ -255,7 +262,10 @@ class ClaudeCodeWorker:
             # the callback decide every call (inside the folder: yes).
             allowed_tools=[],
             disallowed_tools=[] if config.allow_bash else ["Bash"],
-            hooks={"PreToolUse": [HookMatcher(matcher=None, hooks=[confine], on_failure="block")]},
+            hooks={
+                "PreToolUse": [HookMatcher(matcher=None, hooks=[confine], on_failure="block")],
+                "PostToolUse": [HookMatcher(matcher=None, hooks=[landed])],
+            },
             can_use_tool=can_use_tool,
             # Nothing from the repository runs unless the user opted in: no
             # .claude/settings.json hooks, and no .mcp.json servers ever.
@@ -264,7 +274,10 @@ class ClaudeCodeWorker:
             system_prompt={
                 "type": "preset",
                 "preset": "claude_code",
-                "append": SYSTEM_PROMPT_APPEND,
+                # The repository's CLAUDE.md, read here: the CLI reads it only with
+                # the project settings, which bring the repository's hooks.
+                "append": SYSTEM_PROMPT_APPEND
+                + (project_memory(config.cwd) if config.reads_claude_md else ""),
             },
             mcp_servers={"voice": create_sdk_mcp_server("voice", tools=[send_to_user])},
             # Each Bash command starts in the working directory.

@@ -11,6 +11,10 @@ UPDATE_SOURCES = frozenset({"background_reply", "tool_reply"})
 """Speech sources that relay work done in the background (shown as updates)."""
 
 NOTE_WIDTH = 160
+FIELD_CHARS = 40
+"""A text field of a state up to this long is shown in a state's line; a longer one
+(a task, a question, a path) only on the web card and through ``backline_state``."""
+_CONVENTION_KEYS = frozenset({"status", "phase", "recent_activity", "files_changed", "links"})
 
 
 def summarize_state(state: Any, width: int = 70) -> str:
@@ -19,6 +23,9 @@ def summarize_state(state: Any, width: int = 70) -> str:
     numbers are counts (``sources_read: 6`` reads "sources read 6"), and ``links``
     (label -> URL or file path) are shown in full after the cut; Claude Code's
     ``recent_activity`` and ``files_changed`` read as its latest action and a count.
+    Then other keys with a short text (up to ``FIELD_CHARS``) or a fractional number
+    read as ``key value`` (``{"status": "checking", "city": "Oslo"}`` reads
+    "checking · city Oslo"); the line is cut to ``width``.
     """
     links = ""
     if isinstance(state, dict):
@@ -38,6 +45,11 @@ def summarize_state(state: Any, width: int = 70) -> str:
             for key, value in state.items()
             if type(value) is int and key not in ("status", "phase")
         ]
+        parts += [
+            f"{key.replace('_', ' ')} {_field(value)}"
+            for key, value in state.items()
+            if key not in _CONVENTION_KEYS and _field(value)
+        ]
         found = state.get("links")
         if isinstance(found, dict):
             links = "".join(f" · {label}: {target}" for label, target in found.items())
@@ -47,6 +59,17 @@ def summarize_state(state: Any, width: int = 70) -> str:
     else:
         text = str(state)
     return shorten(text, width) + links
+
+
+def _field(value: Any) -> str:
+    """How another key's value reads in the line: a short text, or a number that is not
+    a count; "" for anything else (longer text, lists, objects, booleans, null)."""
+    if isinstance(value, str):
+        text = " ".join(value.split())
+        return text if len(text) <= FIELD_CHARS else ""
+    if type(value) is float:
+        return f"{value:g}"
+    return ""
 
 
 def preview_state(state: Any, max_chars: int = DEFAULT_LIMITS.max_page_state_chars) -> Any:

@@ -205,25 +205,41 @@ async def _run_plain(
     errors.attach(session, emit)
     output = ConsoleOutput(view, emit, stream=True)
     session.output = output
-    last_status = ""
+    shown: dict[str, str] = {}
+    started = False
+    held: list[str] = []  # lines that arrived while a reply streamed on its own line
+
+    def between_replies(text: str) -> None:
+        if view.streaming:
+            held.append(text)
+        else:
+            emit(text)
+
+    def reply_done() -> None:
+        while held:
+            emit(held.pop(0))
+
+    output.on_done = reply_done
 
     def status(_: Any = None) -> None:
-        nonlocal last_status
-        if view.streaming:
-            return  # never in the middle of a reply; printed when it ends
-        line = view.status_line()
-        if line != last_status:
-            last_status = line
-            emit(f"[status] {line}\n")
+        # A line each time a background's state reads differently, from the session's
+        # start on; the agent's and the user's listening/thinking flips are left out
+        # (the replies show them).
+        if not started:
+            return
+        for bid, text in view.backgrounds.items():
+            if shown.get(bid) != text:
+                shown[bid] = text
+                between_replies(f"[{bid}] {text}\n")
 
-    for name in (
-        "agent_state_changed",
-        "user_state_changed",
-        "background_state",
-        "background_status",
-    ):
+    def start_status() -> None:
+        nonlocal started
+        started = True
+        status()
+
+    for name in ("background_state", "background_status"):
         session.on(name, status)
-    session.on("background_message", _note_printer(view, emit))
+    session.on("background_message", _note_printer(view, between_replies))
     if banner:
         emit(banner + "\n")
     loop = asyncio.get_running_loop()
@@ -243,7 +259,7 @@ async def _run_plain(
         return line or None  # pragma: no cover
 
     try:
-        await _converse(session, agent, read_line, emit, limits, started=status)
+        await _converse(session, agent, read_line, emit, limits, started=start_status)
     finally:
         if transport is not None:
             transport.close()
@@ -285,12 +301,7 @@ async def _run_rich(
     output = ConsoleOutput(view, emit, stream=False)
     output.on_live = redraw
     session.output = output
-    for name in (
-        "agent_state_changed",
-        "user_state_changed",
-        "background_state",
-        "background_status",
-    ):
+    for name in STATUS_EVENTS:
         session.on(name, redraw)
     style = Style.from_dict({"bottom-toolbar": "noreverse"})
     with patch_stdout():

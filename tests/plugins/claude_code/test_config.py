@@ -117,5 +117,11 @@ def test_model_flags_follow_the_convention() -> None:
     console = subprocess.run(
         [BACKLINE, "console", "--help"], capture_output=True, text=True, check=True
     ).stdout
-    for flag in ("--claude-model", "--claude-setting-sources", "--claude-turn-timeout"):
+    for flag in (
+        "--claude-model",
+        "--claude-setting-sources",
+        "--claude-no-claude-md",
+        "--claude-turn-timeout",
+    ):
         assert flag in console
+    assert "--no-claude-md" in own

@@ -46,11 +46,11 @@ def test_backline_console_talks_to_claude_code(tmp_path: Path) -> None:
         )
         try:
             child.expect(r"background sessions: claude_code")
-            child.expect(r"claude_code: idle, waiting for a task")
+            child.expect(r"\[claude_code\] idle, waiting for a task")
             child.sendline("cc: start a notes file")
             child.expect("agent: I passed that to Claude Code.")
             child.expect(r"agent \(update\): Claude Code says: notes.md is ready.")
-            child.expect(r"claude_code: idle, waiting for the next task · edited notes.md")
+            child.expect(r"\[claude_code\] idle, waiting for the next task · edited notes.md")
             child.sendline("/quit")
             child.expect("bye")
             child.expect(pexpect.EOF)

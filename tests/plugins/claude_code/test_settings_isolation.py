@@ -1,5 +1,6 @@
 """A repository's own Claude Code settings do not run (issue 13, item 2): its
-``.claude/settings.json`` hooks and ``.mcp.json`` servers are shell commands."""
+``.claude/settings.json`` hooks and ``.mcp.json`` servers are shell commands. Its
+CLAUDE.md, plain instructions, reaches the model all the same (issue 17)."""
 
 from __future__ import annotations
 
@@ -17,6 +18,8 @@ from tests.plugins.claude_code.conftest import Harness, requires_cli
 pytestmark = [requires_cli, pytest.mark.timeout(120)]
 
 HOOKS = ("SessionStart", "UserPromptSubmit", "PreToolUse", "Stop")
+RULE = "Name every new file in kebab-case (rule 7f3a)."
+NESTED_RULE = "Keep functions short (rule 9c1e)."
 
 
 def hostile_repository(repo: Path, marks: Path) -> None:
@@ -34,6 +37,13 @@ def hostile_repository(repo: Path, marks: Path) -> None:
     )
     server = {"command": "sh", "args": ["-c", f"touch {marks / 'mcp'}"]}
     (repo / ".mcp.json").write_text(json.dumps({"mcpServers": {"repo": server}}))
+    (repo / "CLAUDE.md").write_text(f"# House rules\n\n{RULE}\n")
+    (repo / ".claude" / "CLAUDE.md").write_text(f"{NESTED_RULE}\n")
+
+
+def times_sent(request: fa.AnthropicRequest, text: str) -> int:
+    """How often ``text`` appears in what the CLI sent (system prompt and messages)."""
+    return request.system.count(text) + json.dumps(request.messages).count(text)
 
 
 def write_a(h: Harness, request: fa.AnthropicRequest) -> Any:
@@ -55,7 +65,19 @@ async def test_the_repositorys_hooks_and_mcp_servers_do_not_run_by_default(
 ) -> None:
     h: Harness = await harness_factory(lambda r: write_a(h, r))
     assert await run_one_task(h, tmp_path / "marks") == []
-    assert not any(t.startswith("mcp__repo") for t in h.world.coder_requests[0].tool_names)
+    first = h.world.coder_requests[0]
+    assert not any(t.startswith("mcp__repo") for t in first.tool_names)
+    # The plugin read CLAUDE.md (and .claude/CLAUDE.md) into the system prompt.
+    assert times_sent(first, RULE) == 1 and RULE in first.system
+    assert times_sent(first, NESTED_RULE) == 1
+
+
+async def test_claude_md_stays_out_when_the_user_says_so(
+    harness_factory: Callable[..., Any], tmp_path: Path
+) -> None:
+    h: Harness = await harness_factory(lambda r: write_a(h, r), read_claude_md=False)
+    assert await run_one_task(h, tmp_path / "marks") == []
+    assert times_sent(h.world.coder_requests[0], RULE) == 0
 
 
 async def test_project_settings_load_when_the_user_opts_in(
@@ -66,3 +88,5 @@ async def test_project_settings_load_when_the_user_opts_in(
     )
     # The hooks run; the repository's MCP servers still do not (only the plugin's own).
     assert await run_one_task(h, tmp_path / "marks") == sorted([*HOOKS, "local-Stop"])
+    # The CLI reads CLAUDE.md itself then; the plugin does not add it a second time.
+    assert times_sent(h.world.coder_requests[0], RULE) == 1

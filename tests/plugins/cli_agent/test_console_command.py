@@ -79,11 +79,11 @@ def test_backline_console_runs_claude_code_through_the_voice_channel(tmp_path: P
         )
         try:
             child.expect(r"background sessions: cli_agent")
-            child.expect(r"cli_agent: idle, waiting for a task")
+            child.expect(r"\[cli_agent\] idle, waiting for a task")
             child.sendline("cc: fix the parser")
             child.expect("agent: I passed that on.")
             child.expect(r"agent \(update\): Update: The parser is fixed.")
-            child.expect(r"cli_agent: idle, waiting for the next task")
+            child.expect(r"\[cli_agent\] idle, waiting for the next task")
             (announcement,) = runtime.glob("mcp-*.json")  # the console serves the endpoint
             front_end = json.loads(announcement.read_text())
             child.sendline("/quit")

@@ -25,7 +25,7 @@ def test_the_research_demo_runs_the_whole_conversation() -> None:
     assert "Research says: " in text  # updates are relayed (coalesced when they arrive together)
     assert "Before I start, a few questions:" in text
     assert "Starting research on whether night trains are coming back" in text
-    assert "deep_research: done, listening for follow-ups · sources read 6" in text
+    assert "[deep_research] done, listening for follow-ups · sources read 6" in text
     assert "agent: The research is done, listening for follow-ups." in text
     assert "[1] *(confidence: high)*" in text
     assert "1. [The night train revival](http://127.0.0.1:" in text

@@ -192,10 +192,10 @@ def test_backline_console_runs_a_round_on_the_registry_llm(tmp_path: Path) -> No
             timeout=90,
         )
         try:
-            child.expect(r"deep_research: waiting for a research question")
+            child.expect(r"\[deep_research\] waiting for a research question")
             child.sendline("Research varroa mites and winter losses. Just start.")
             # (Updates relayed while the agent speaks are coalesced: wait for the state.)
-            child.expect(r"deep_research: done, listening for follow-ups · sources read \d+")
+            child.expect(r"\[deep_research\] done, listening for follow-ups · sources read \d+")
             child.expect(r"report: (\S+\.md)")
             report = Path(child.match.group(1))
             child.sendline("/quit")
