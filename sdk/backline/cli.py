@@ -313,10 +313,15 @@ def prepare_session(
 
 def available_backgrounds(manager: PluginManager) -> str:
     """A line per installed background (id and description), for "none was chosen"."""
+    import re
+
     lines = []
     for definition in manager.background_definitions():
-        summary = (definition.description or "").strip().splitlines()
-        lines.append(f"  {definition.id}: {summary[0] if summary else ''}".rstrip(": "))
+        text = " ".join((definition.description or "").split())
+        first = re.split(r"(?<=[.!?])\s", text, maxsplit=1)[0]  # its first sentence
+        if len(first) > 90:
+            first = first[:89] + "…"
+        lines.append(f"  {definition.id}: {first}".rstrip(": "))
     return "\n".join(lines)
 
 

@@ -14,6 +14,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
+import stat
 import sys
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any, TextIO
@@ -27,6 +28,8 @@ if TYPE_CHECKING:
     from ..voice.agent import Agent
     from ..voice.session import Session
 
+EOF_IDLE_TIMEOUT = 120.0
+"""At the end of piped input, how long the agent may take to finish answering."""
 QUIT_COMMANDS = frozenset({"/quit", "/exit", "/q"})
 _UTF8_MAX = 4  # bytes per character, at most
 STATUS_EVENTS: tuple[Any, ...] = (
@@ -246,23 +249,68 @@ async def _run_plain(
     # Room for the longest turn in UTF-8; a longer line is skipped, never buffered whole.
     reader = asyncio.StreamReader(limit=limits.max_user_turn_chars * _UTF8_MAX + 2)
     transport = None
-    with contextlib.suppress(ValueError, OSError, NotImplementedError):
-        transport, _ = await loop.connect_read_pipe(
-            lambda: asyncio.StreamReaderProtocol(reader), stdin
-        )
+    pump: asyncio.Task[None] | None = None
+    if _watchable(stdin):
+        with contextlib.suppress(ValueError, OSError, NotImplementedError):
+            transport, _ = await loop.connect_read_pipe(
+                lambda: asyncio.StreamReaderProtocol(reader), stdin
+            )
+    if transport is None:
+        # A regular file or /dev/null (the loop cannot watch them), or no loop support:
+        # a thread reads the file into the same bounded reader.
+        pump = asyncio.create_task(_pump(stdin, reader, loop), name="console stdin reader")
 
     async def read_line() -> str | _Overlong | None:
-        if transport is not None:
-            return await _read_bounded_line(reader)
-        # A stdin that cannot be watched (e.g. Windows): a blocking read in a thread.
-        line = await asyncio.to_thread(stdin.readline)  # pragma: no cover
-        return line or None  # pragma: no cover
+        return await _read_bounded_line(reader)
 
     try:
-        await _converse(session, agent, read_line, emit, limits, started=start_status)
+        await _converse(
+            session,
+            agent,
+            read_line,
+            emit,
+            limits,
+            started=start_status,
+            finish_at_eof=not _is_terminal(stdin),
+        )
     finally:
         if transport is not None:
             transport.close()
+        if pump is not None:
+            pump.cancel()
+            await asyncio.wait([pump], timeout=5.0)
+
+
+def _is_terminal(stream: TextIO) -> bool:
+    try:
+        return stream.isatty()
+    except (AttributeError, ValueError):
+        return False
+
+
+def _watchable(stream: TextIO) -> bool:
+    """Whether the event loop can watch ``stream`` (a pipe, a socket or a terminal)."""
+    try:
+        mode = os.fstat(stream.fileno()).st_mode
+        return stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode) or stream.isatty()
+    except (AttributeError, OSError, ValueError):
+        return False
+
+
+async def _pump(
+    stream: TextIO, reader: asyncio.StreamReader, loop: asyncio.AbstractEventLoop
+) -> None:
+    def read_all() -> None:
+        try:
+            fd = stream.fileno()
+            while chunk := os.read(fd, 65536):
+                loop.call_soon_threadsafe(reader.feed_data, chunk)
+        except (AttributeError, OSError, ValueError):
+            pass
+        finally:
+            loop.call_soon_threadsafe(reader.feed_eof)
+
+    await asyncio.to_thread(read_all)
 
 
 async def _run_rich(
@@ -368,8 +416,13 @@ async def _converse(
     limits: Limits,
     *,
     started: Callable[[], None] | None = None,
+    finish_at_eof: bool = False,
 ) -> None:
-    """Start, push each line as a user turn until EOF or a quit command, then close."""
+    """Start, push each line as a user turn until EOF or a quit command, then close.
+
+    With ``finish_at_eof`` (input from a file or a pipe, not a person), the end of the
+    input lets the agent finish answering (bounded) before the session closes.
+    """
     try:
         await session.start(agent)
         if started is not None:
@@ -385,6 +438,9 @@ async def _converse(
                 emit(_too_long_message(f"{len(line):,} characters", limits))
             elif line:
                 session.push_user_turn(line)
+        else:
+            if finish_at_eof:
+                await session.wait_for_idle(timeout=EOF_IDLE_TIMEOUT)
     except (KeyboardInterrupt, asyncio.CancelledError):
         pass
     finally:
