@@ -210,3 +210,15 @@ async def test_a_scripted_reply_cut_off_by_an_error_is_marked_interrupted(
         assert [str(e.error) for e in rec.of("error")] == ["connection lost"]
         previous = llm.requests[1].chat_ctx.items
         assert any(getattr(it, "interrupted", False) for it in previous)
+
+
+def test_a_rejected_key_names_the_variable_the_adapter_named() -> None:
+    from backline import LLMError
+
+    groq = LLMError(
+        "Groq rejected the key: check GROQ_API_KEY (backline keys set GROQ_API_KEY)", status=401
+    )
+    assert "check GROQ_API_KEY" in describe_error(groq, llm="openai")
+    plain = LLMError("unauthorized", status=401)
+    assert "check OPENAI_API_KEY" in describe_error(plain, llm="openai")
+    assert "check the provider's API key" in describe_error(plain)

@@ -11,6 +11,7 @@ from __future__ import annotations
 import logging
 import logging.handlers
 import os
+import re
 from pathlib import Path
 
 from ..llm.llm import LLMError, LLMTimeoutError
@@ -59,7 +60,8 @@ def describe_error(error: BaseException, *, llm: str | None = None) -> str:
 
 
 def _describe_llm_error(error: LLMError, llm: str | None) -> str:
-    variable = KEY_VARIABLES.get(llm) if llm else None
+    named = re.findall(r"\b[A-Z][A-Z0-9_]*_API_KEY\b", str(error))  # the adapter knows best
+    variable = named[0] if named else KEY_VARIABLES.get(llm) if llm else None
     key_hint = f"check {variable}" if variable else "check the provider's API key"
     status = error.status
     if status == 401:
