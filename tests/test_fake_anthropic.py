@@ -370,6 +370,25 @@ def test_last_user_text_skips_system_reminders_and_tool_results() -> None:
     assert request.tools == []
 
 
+def test_background_updates_are_found_since_the_last_relay() -> None:
+    def update(text: str) -> str:
+        return f"Background session `cc` sent an update:\n{text}"
+
+    def said(role: str, *texts: str) -> dict[str, object]:
+        return {"role": role, "content": [{"type": "text", "text": t} for t in texts]}
+
+    messages = [
+        said("user", update("old")),
+        said("assistant", "Relay: old"),
+        said("user", update("first") + "\n" + update("second\nline two")),
+        said("assistant", "I passed that on."),  # the reply the update landed in
+        said("user", update("third"), "Continue."),
+    ]
+    request = AnthropicRequest(1, "POST", "/v1/messages", "", {}, {"messages": messages})
+    assert request.background_updates() == ["old", "first", "second\nline two", "third"]
+    assert request.background_updates(after="Relay:") == ["first", "second\nline two", "third"]
+
+
 # -- records, endpoints, validation ------------------------------------------------
 
 

@@ -68,8 +68,8 @@ def voice_model(request: fa.AnthropicRequest) -> Any:
             f"Its latest step: {latest}. Files changed so far: {files}."
         )
     if not request.tools:  # a background update to relay (tools are disabled then)
-        update = request.last_user_text.rsplit("sent an update:\n", 1)[-1]
-        return fa.text(f"Claude Code says: {update}")
+        updates = request.background_updates(after="Claude Code says:")
+        return fa.text(f"Claude Code says: {(updates or [''])[-1]}")
     sends = {ASK: TASK, CORRECTION: FIXED_TASK}
     if line in sends:
         return fa.tool_calls(

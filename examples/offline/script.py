@@ -39,9 +39,9 @@ def voice_agent(request: fa.AnthropicRequest) -> Any:
             state = json.loads(text)
             return f"Claude Code is {state.get('status', 'working')}."
         return "I've passed that on to Claude Code; I'll tell you when it reports back."
-    update = request.last_user_text.rsplit("sent an update:", 1)
-    if not request.tools and len(update) == 2:  # a background update to relay
-        return "Claude Code says: " + update[1].strip()
+    updates = request.background_updates(after="Claude Code says:")
+    if not request.tools and updates:  # a background update to relay
+        return "Claude Code says: " + updates[-1]
     if re.search(r"\b(doing|status|going)\b", said, re.I):
         return fa.tool_calls(("backline_state", {"background_session_id": "claude_code"}))
     if re.search(r"\bclaude\b", said, re.I):

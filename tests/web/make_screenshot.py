@@ -82,8 +82,8 @@ def voice(request: fa.AnthropicRequest) -> Any:
             )
         return fa.text("On it. Claude Code is looking at the login test now.")
     if not request.tools:  # a background update to relay (tools are disabled then)
-        update = request.last_user_text.rsplit("sent an update:\n", 1)[-1]
-        return fa.text(f"Good news from Claude Code. {update}")
+        updates = request.background_updates(after="Good news from Claude Code.")
+        return fa.text(f"Good news from Claude Code. {(updates or [''])[-1]}")
     said = request.last_user_text.rsplit("\n", 1)[-1]  # context notes may come first
     return fa.tool_calls(
         ("backline_send", {"background_session_id": "claude_code", "content": said})

@@ -374,8 +374,8 @@ def anthropic_voice_agent(request: Any) -> Any:
         return fa.text(f"The research is {state.get('phase', text)}.")
     last = request.last_user_text
     if not request.tools:  # background updates to relay (tools are off then)
-        updates = re.findall(r"sent an update:\n(.*?)(?=\nBackground session `|\Z)", last, re.S)
-        return fa.text("Research says: " + " ".join(u.strip() for u in updates))  # all of them
+        updates = request.background_updates(after="Research says:")
+        return fa.text("Research says: " + " ".join(updates))  # all of them
     line = last.rsplit("\n", 1)[-1]
     if line == "status?":
         return fa.tool_calls(("backline_state", {"background_session_id": "deep_research"}))

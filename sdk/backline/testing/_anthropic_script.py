@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal, TypeAlias
@@ -323,6 +324,11 @@ def coerce_response(value: ResponseLike) -> AnthropicResponse:
     )
 
 
+_UPDATE = re.compile(
+    r"Background session `[^`]*` sent an update:\n(.*?)(?=\nBackground session `|\Z)", re.S
+)
+
+
 @dataclass(eq=False)
 class AnthropicRequest:
     """One HTTP request the fake server received.
@@ -429,6 +435,34 @@ class AnthropicRequest:
                 if texts:
                     return "\n".join(texts)
         return ""
+
+    def background_updates(self, after: str | None = None) -> list[str]:
+        """The background updates in user messages, oldest first, as their text alone.
+
+        Only updates worded by the default template (``Background session `ID` sent
+        an update:``) are found. With ``after``, only those that came after the last
+        assistant text starting with ``after`` (the last relay, when a voice script
+        relays with a fixed prefix): an update can land in the context while a reply
+        is still running and be followed by that reply's own words, so the relay
+        after it must look further back than the last user message.
+        """
+        texts: list[str] = []
+        for message in self.messages:
+            content = message.get("content")
+            if isinstance(content, str):
+                content = [{"type": "text", "text": content}]
+            said = [
+                b["text"]
+                for b in (content if isinstance(content, list) else [])
+                if isinstance(b, dict)
+                and b.get("type") == "text"
+                and isinstance(b.get("text"), str)
+            ]
+            if message.get("role") == "user":
+                texts.extend(said)
+            elif after is not None and any(t.startswith(after) for t in said):
+                texts = []
+        return [u.strip() for t in texts for u in _UPDATE.findall(t)]
 
     @property
     def tool_results(self) -> list[dict[str, Any]]:

@@ -41,8 +41,8 @@ def voice_responder(request: fa.AnthropicRequest) -> Any:
         return fa.text("Claude Code reports: " + text[:300])
     last = request.last_user_text
     if not request.tools:  # a scheduled background reply: tools are disabled
-        update = last.rsplit("sent an update:\n", 1)[-1]
-        return fa.text("Claude Code says: " + update)
+        updates = request.background_updates(after="Claude Code says:")
+        return fa.text("Claude Code says: " + (updates or [""])[-1])
     line = last.rsplit("\n", 1)[-1]  # silent notes may precede the user's words
     if line.startswith("burst: "):  # one correction split into several sends at once
         return fa.tool_calls(

@@ -41,7 +41,7 @@ def responder(coder: list[fa.AnthropicResponse]) -> Any:
             return fa.text("I passed that on.")
         last = request.last_user_text
         if not request.tools:  # a scheduled update: read it out
-            return fa.text("Update: " + last.rsplit("sent an update:\n", 1)[-1])
+            return fa.text("Update: " + (request.background_updates(after="Update:") or [""])[-1])
         line = last.rsplit("\n", 1)[-1]
         if line.startswith("cc: "):
             args = {"background_session_id": "cli_agent", "content": line[4:]}
