@@ -6,6 +6,13 @@ The harness: a ``ScriptedLLM`` with zero delay and ``record=False`` (no copy of
 the context per request), a ``TextOutput`` that keeps nothing (the base class:
 playout is reported at flush, nothing is stored, so long runs do not grow), and
 the default user-away timer (15 s), as a front end would run it.
+
+The floor: ``FloorLoop`` is the least a task-per-reply runtime can do per turn on
+asyncio (no backline in it); ``measure_floor`` times it in the running loop, so a
+benchmark can print its figures as ratios to a floor run in the same process, and
+machine noise (a slower VM, other load) cancels. ``Target`` rows and
+``print_targets`` print those ratios beside their limits; ``write_results`` stores
+them (``targets`` in the JSON), and ``bench/report.py`` gathers them.
 """
 
 from __future__ import annotations
@@ -19,10 +26,12 @@ import os
 import platform
 import pstats
 import resource
+import statistics
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import AsyncIterator, Callable, Sequence
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
@@ -122,6 +131,166 @@ async def run_turn(session: Session[Any], user_text: str) -> None:
     await session.run(user_input=user_text)
 
 
+# -- the floor ------------------------------------------------------------------------
+FLOOR_WORDS = tuple(f"{w} " for w in REPLY_TEXT.split())  # the same five deltas
+
+
+class FloorItem:
+    """A conversation item at its smallest: a role and a text."""
+
+    __slots__ = ("content", "role")
+
+    def __init__(self, role: str, content: str) -> None:
+        self.role = role
+        self.content = content
+
+
+class FloorLoop:
+    """The least a task-per-reply voice runtime does per turn, on asyncio alone.
+
+    Per turn: the user item is appended to the history, one task is created for the
+    reply; the reply calls an async-generator "model" that yields five text deltas,
+    joins them, appends the assistant item, and notifies three state changes
+    (``thinking``, ``speaking``, ``listening``) to a listener; the ``listening``
+    callback resolves the future the driver awaits, as ``TurnWaiter`` does with a
+    session. No backline code runs: it is what a turn costs on this interpreter
+    and machine before any runtime feature, the denominator of the "x floor" ratios.
+    """
+
+    def __init__(self) -> None:
+        self.history: list[FloorItem] = []
+        self._listeners: list[Callable[[str], None]] = [self._state_changed]
+        self._fut: asyncio.Future[None] | None = None
+        self._task: asyncio.Task[None] | None = None
+
+    async def _model(self, items: list[FloorItem]) -> AsyncIterator[str]:
+        for word in FLOOR_WORDS:
+            yield word
+
+    def _notify(self, state: str) -> None:
+        for listener in self._listeners:
+            listener(state)
+
+    def _state_changed(self, state: str) -> None:
+        fut = self._fut
+        if state == "listening" and fut is not None and not fut.done():
+            fut.set_result(None)
+
+    async def _reply(self) -> None:
+        self._notify("thinking")
+        parts = [delta async for delta in self._model(self.history)]
+        self.history.append(FloorItem("assistant", "".join(parts)))
+        self._notify("speaking")
+        self._notify("listening")
+
+    async def turn(self, user_text: str) -> None:
+        loop = asyncio.get_running_loop()
+        self._fut = loop.create_future()
+        self.history.append(FloorItem("user", user_text))
+        self._task = loop.create_task(self._reply())  # held, as a runtime holds its tasks
+        await self._fut
+
+
+@dataclass
+class FloorResult:
+    """CPU µs per floor turn: the median and the best of the repeats (and all)."""
+
+    median_us: float
+    best_us: float
+    samples_us: list[float]
+
+
+async def measure_floor(turns: int = 2000, repeats: int = 5, warmup: int = 200) -> FloorResult:
+    """CPU per turn of ``FloorLoop`` in the running loop (``time.process_time()``
+    over ``turns`` turns, each repeat on a fresh loop object after ``warmup`` turns),
+    median and best over ``repeats``."""
+    samples: list[float] = []
+    for _ in range(repeats):
+        floor = FloorLoop()
+        for i in range(warmup):
+            await floor.turn(f"warm-up {i}")
+        c0 = time.process_time()
+        for i in range(turns):
+            await floor.turn(f"turn {i}")
+        samples.append((time.process_time() - c0) / turns * 1e6)
+    return FloorResult(
+        median_us=round(statistics.median(samples), 2),
+        best_us=round(min(samples), 2),
+        samples_us=[round(x, 2) for x in samples],
+    )
+
+
+def floor_cpu_us(turns: int = 2000, repeats: int = 5, warmup: int = 200) -> tuple[float, float]:
+    """``measure_floor`` on a loop of its own: (median, best) CPU µs per floor turn."""
+    r = asyncio.run(measure_floor(turns, repeats, warmup))
+    return r.median_us, r.best_us
+
+
+# -- targets ----------------------------------------------------------------------------
+@dataclass
+class Target:
+    """One target: a measured figure against its limit.
+
+    ``op`` is ``"<="`` (at most the limit) or ``">="`` (at least); ``measured`` is
+    ``None`` when the figure was not measured in this run (``met`` is then ``None``).
+    ``unit`` is printed after both numbers (``"x"`` for a ratio).
+    """
+
+    name: str
+    measured: float | None
+    limit: float
+    unit: str = "x"
+    op: str = "<="
+    note: str = ""
+
+    @property
+    def met(self) -> bool | None:
+        if self.measured is None or self.measured != self.measured:  # missing or nan
+            return None
+        if self.op == ">=":
+            return self.measured >= self.limit
+        return self.measured <= self.limit
+
+    def as_dict(self) -> dict[str, Any]:
+        return {**asdict(self), "met": self.met}
+
+
+def _fmt_figure(value: float | None, unit: str, *, limit: bool = False) -> str:
+    if value is None or value != value:
+        return "-"
+    if limit:
+        text = f"{value:,g}"  # as written: 4, 1.2, 400
+    elif abs(value) >= 1000 or value == int(value):
+        text = f"{value:,.0f}"
+    else:
+        text = f"{value:,.2f}" if unit == "x" else f"{value:,.1f}"
+    return f"{text}x" if unit == "x" else f"{text} {unit}".rstrip()
+
+
+def verdict(met: bool | None) -> str:
+    return "not measured" if met is None else ("met" if met else "NOT met")
+
+
+def print_targets(targets: Sequence[Target | dict[str, Any]], title: str = "Targets") -> None:
+    """A Targets block: each target, its figure, its limit, and whether it is met."""
+    dicts = [t.as_dict() if isinstance(t, Target) else t for t in targets]
+    notes = any(d.get("note") for d in dicts)
+    rows = []
+    for d in dicts:
+        sign = "≤" if d["op"] == "<=" else "≥"
+        row = [
+            d["name"],
+            _fmt_figure(d["measured"], d["unit"]),
+            f"{sign} {_fmt_figure(d['limit'], d['unit'], limit=True)}",
+            verdict(d["met"]),
+        ]
+        rows.append([*row, d.get("note", "")] if notes else row)
+    columns = ["target", "measured", "limit", "verdict"]
+    print_table(title, [*columns, "how"] if notes else columns, rows)
+    met = sum(d["met"] is True for d in dicts)
+    print(f"{met} of {len(dicts)} targets met")
+
+
 # -- statistics and output ------------------------------------------------------------
 def percentile(sorted_values: Sequence[float], q: float) -> float:
     """Nearest-rank percentile of already-sorted values (``q`` in 0..100)."""
@@ -206,7 +375,12 @@ def machine() -> dict[str, Any]:
     }
 
 
-def write_results(name: str, args: argparse.Namespace, results: Any) -> Path:
+def write_results(
+    name: str,
+    args: argparse.Namespace,
+    results: Any,
+    targets: Sequence[Target] = (),
+) -> Path:
     RESULTS_DIR.mkdir(parents=True, exist_ok=True)
     path = RESULTS_DIR / f"{name}.json"
     payload = {
@@ -216,6 +390,7 @@ def write_results(name: str, args: argparse.Namespace, results: Any) -> Path:
         "options": {k: v for k, v in vars(args).items() if k != "profile"},
         "machine": machine(),
         "results": results,
+        "targets": [t.as_dict() for t in targets],
     }
     path.write_text(json.dumps(payload, indent=2) + "\n")
     print(f"\nwrote {path.relative_to(REPO)}")
