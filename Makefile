@@ -53,9 +53,16 @@ lint: $(STAMP)
 	$(BIN)/mypy --strict plugins/livekit/backline_livekit
 	$(BIN)/mypy --strict plugins/openai/backline_openai
 
+# Every bench/*.py in turn (not _common.py), then bench/report.py: one summary of the
+# targets and figures this run wrote (--since: files older than the run are not read).
 bench: $(STAMP)
 	@mkdir -p bench/results
-	@for f in bench/[!_]*.py; do [ -e "$$f" ] || continue; echo "== $$f"; $(BIN)/python "$$f" || exit 1; done
+	@start=$$(date +%s); \
+	for f in bench/[!_]*.py; do \
+		[ -e "$$f" ] || continue; [ "$$f" = bench/report.py ] && continue; \
+		echo "== $$f"; $(BIN)/python "$$f" || exit 1; \
+	done; \
+	echo "== bench/report.py"; $(BIN)/python bench/report.py --since "$$start"
 
 # Wheels and sdists of the SDK and of every plugin, into dist/ (pip install dist/*.whl).
 dist: $(STAMP)
