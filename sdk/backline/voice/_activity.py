@@ -46,6 +46,7 @@ class _Step:
     over_limit: bool = False
     usage: Usage | None = None
     settled: bool = False  # the outputs of ``calls`` are recorded
+    cut: bool = False  # an interrupt stopped the model's stream before it ended
 
 
 class AgentActivity:
@@ -451,8 +452,9 @@ class AgentActivity:
                 msg = ChatMessage(
                     role="assistant",
                     content=result.text,
-                    # A reply the model failed to finish is cut off, as by a barge-in.
-                    interrupted=result.interrupted or error is not None,
+                    # A reply the model failed to finish, or an interrupt stopped
+                    # before the model did, is cut off, as by a barge-in.
+                    interrupted=result.interrupted or error is not None or step.cut,
                     created_at=step.text_at or time.time(),
                 )
                 self.record([msg], speech)
@@ -489,7 +491,8 @@ class AgentActivity:
             await self._consume(speech, ctx, tool_list, choice, tools, step, step_index)
         except asyncio.CancelledError:
             if guard.end() and not guard.cancelled_from_outside():
-                return None  # the interrupt stopped the stream
+                step.cut = True  # the interrupt stopped the stream
+                return None
             raise  # close (or a cancelled future the stream awaited): the speech ends
         except Exception as e:
             interrupted = guard.end()
@@ -499,9 +502,10 @@ class AgentActivity:
             if interrupted:
                 # The stream failed while it was being stopped: moot, the reply is cut.
                 logger.debug("the model stream failed as it was interrupted: %r", e)
+                step.cut = True
                 return None
             return e
-        guard.end()
+        step.cut = guard.end()  # a stream that ended on the interrupt's cancellation
         if guard.cancelled_from_outside():
             raise asyncio.CancelledError()  # a stream that swallowed close's cancellation
         return None
