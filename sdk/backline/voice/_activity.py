@@ -532,9 +532,9 @@ class AgentActivity:
         try:
             async with stream:
                 async for chunk in stream:
-                    if first is None and not isinstance(chunk, Usage):
-                        first = clock()
                     if isinstance(chunk, TextDelta):
+                        if first is None:
+                            first = clock()
                         if not chunk.text:
                             continue
                         if step.text_at is None:
@@ -544,6 +544,8 @@ class AgentActivity:
                         step.text.append(chunk.text)
                         output.write(chunk.text)
                     elif isinstance(chunk, ToolCallChunk):
+                        if first is None:
+                            first = clock()
                         if step_index >= session.max_tool_steps:
                             step.over_limit = True
                             continue
@@ -556,6 +558,8 @@ class AgentActivity:
                         step.calls.append(runner.start(self, speech, call, tools))
                     elif isinstance(chunk, Usage):
                         step.usage = chunk
+                    elif first is None:
+                        first = clock()
             status = "completed"
         except asyncio.CancelledError:
             status = "cancelled"

@@ -35,7 +35,8 @@ def start_user_turn(session: Session[Any], text: str) -> None:
         except Exception as e:
             logger.exception("handling a user turn failed")
             session.emit(ErrorEvent(error=e, recoverable=True, source="user_turn"))
-        session._refresh()
+            session._refresh()
+        # else: queuing the reply refreshed the derived state already
         return
     session._user_turns += 1
     session._scope.create_task(handle_user_turn(session, text, run), name="user turn")
