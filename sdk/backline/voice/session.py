@@ -525,11 +525,11 @@ class Session(Generic[UserdataT]):
     def _away_may_arm(self) -> bool:
         activity = self._activity
         return (
-            self._started
+            self._agent_state == "listening"  # first: it fails fast all through a turn
+            and self._user_state == "listening"
+            and self._started
             and not self._closing
             and activity is not None
-            and self._user_state == "listening"
-            and self._agent_state == "listening"
             and not activity.realtime_busy
         )
 
