@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import functools
 import inspect
 import itertools
 import json
@@ -183,10 +184,14 @@ class ScriptedLLM:
             await asyncio.sleep(response.delay)
         if response.error is not None and not response.text:
             raise response.error
-        if response.text:
-            for i, piece in enumerate(_chunks(response.text, response.chunk_size)):
-                if i and response.chunk_delay:
+        pieces, words = _split(response.text, response.chunk_size)
+        if response.chunk_delay:
+            for i, piece in enumerate(pieces):
+                if i:
                     await asyncio.sleep(response.chunk_delay)
+                yield TextDelta(piece)
+        else:
+            for piece in pieces:
                 yield TextDelta(piece)
         if response.error is not None:
             raise response.error
@@ -205,9 +210,15 @@ class ScriptedLLM:
             )
         yield Usage(
             input_tokens=len(request.chat_ctx),
-            output_tokens=len(response.text.split()) + len(response.tool_calls),
+            output_tokens=words + len(response.tool_calls),
             stop_reason="tool_use" if response.tool_calls else "end_turn",
         )
+
+
+@functools.lru_cache(maxsize=256)
+def _split(content: str, size: int) -> tuple[tuple[str, ...], int]:
+    """The chunks of a scripted text and its word count (a script repeats its texts)."""
+    return (tuple(_chunks(content, size)) if content else ()), len(content.split())
 
 
 def _chunks(content: str, size: int) -> list[str]:

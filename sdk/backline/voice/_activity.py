@@ -46,6 +46,7 @@ class _Step:
     over_limit: bool = False
     usage: Usage | None = None
     settled: bool = False  # the outputs of ``calls`` are recorded
+    cut: bool = False  # an interrupt stopped the model's stream before it ended
 
 
 class AgentActivity:
@@ -250,6 +251,8 @@ class AgentActivity:
             heapq.heapify(self._queue)
             speech._mark_done()
             return  # _mark_done notifies again
+        if speech is self._current and speech.done():
+            return  # the scheduling loop refreshes as it lets the speech go
         self.session._refresh()
 
     async def _scheduling_loop(self) -> None:
@@ -260,9 +263,11 @@ class AgentActivity:
             if speech.done():
                 continue
             self._current = speech
-            self._scope.create_task(self._run_speech(speech, work), name=f"speech {speech.id}")
             try:
-                await speech.wait_for_playout()
+                # The speech runs in this task (no task per speech): close cancels
+                # this loop, and with it the speech, as it would cancel the speech's
+                # own task.
+                await self._run_speech(speech, work)
             finally:
                 self._current = None
                 # The handoff the speech owes is requested (or released, when closing)
@@ -270,7 +275,7 @@ class AgentActivity:
                 handoff, speech._handoff = speech._handoff, None
                 if handoff is not None:
                     self.session._request_handoff(self, handoff)
-            self.session._refresh()
+                self.session._refresh()
 
     async def _run_speech(self, speech: SpeechHandle, work: SpeechWork) -> None:
         current_call.set(None)
@@ -279,7 +284,13 @@ class AgentActivity:
             if not speech.interrupted:
                 await work(speech)
         except asyncio.CancelledError:
-            raise
+            task = asyncio.current_task()
+            if task is not None and task.cancelling():
+                raise  # this loop is cancelled (close): the speech ends with it
+            # A CancelledError nobody asked this task for (a future the speech awaited
+            # was cancelled, e.g. an output's playout replaced by a new segment): it
+            # ends this speech only, as it ended the speech's own task before.
+            logger.debug("speech %s ended by a cancelled future", speech.id)
         except Exception as e:
             logger.exception("speech %s failed", speech.id)
             self.session.emit(ErrorEvent(error=e, recoverable=True, source="speech"))
@@ -432,30 +443,18 @@ class AgentActivity:
             ctx = ctx.copy()
             ctx.insert(ChatMessage(role="system", content=instructions))
         tool_list = [] if choice == "none" else list(tools.values())
-        consume = asyncio.get_running_loop().create_task(
-            self._consume(speech, ctx, tool_list, choice, tools, step, step_index)
+        error = await self._consume_until_interrupted(
+            speech, ctx, tool_list, choice, tools, step, step_index
         )
-        interrupted = speech._interrupt_fut  # waited on directly: never cancel it
-        error: BaseException | None = None
-        try:
-            await first_completed(consume, interrupted)
-            if not consume.done():
-                await cancel_and_wait([consume], owner=str(self))
-            elif consume.exception() is not None:
-                error = consume.exception()
-        except asyncio.CancelledError:
-            await cancel_and_wait([consume], owner=str(self))
-            if consume.done() and not consume.cancelled():
-                consume.exception()  # retrieved: a failed request is moot once cancelled
-            raise
         if step.text:
             result = await self._playout(speech)
             if result.text or not result.interrupted:
                 msg = ChatMessage(
                     role="assistant",
                     content=result.text,
-                    # A reply the model failed to finish is cut off, as by a barge-in.
-                    interrupted=result.interrupted or error is not None,
+                    # A reply the model failed to finish, or an interrupt stopped
+                    # before the model did, is cut off, as by a barge-in.
+                    interrupted=result.interrupted or error is not None or step.cut,
                     created_at=step.text_at or time.time(),
                 )
                 self.record([msg], speech)
@@ -471,6 +470,45 @@ class AgentActivity:
             step.settled = True
             return False
         return True
+
+    async def _consume_until_interrupted(
+        self,
+        speech: SpeechHandle,
+        ctx: Any,
+        tool_list: list[FunctionTool],
+        choice: ToolChoice | None,
+        tools: dict[str, FunctionTool],
+        step: _Step,
+        step_index: int,
+    ) -> BaseException | None:
+        """Stream the model's answer in this task (no task per request); an interrupt
+        cancels the stream where it waits. Returns the error the request failed with
+        (None when it completed or was interrupted)."""
+        if speech.interrupted:
+            return None
+        guard = _InterruptGuard(speech)
+        try:
+            await self._consume(speech, ctx, tool_list, choice, tools, step, step_index)
+        except asyncio.CancelledError:
+            if guard.end() and not guard.cancelled_from_outside():
+                step.cut = True  # the interrupt stopped the stream
+                return None
+            raise  # close (or a cancelled future the stream awaited): the speech ends
+        except Exception as e:
+            interrupted = guard.end()
+            if guard.cancelled_from_outside():
+                # A stream that turned close's cancellation into an error: close stands.
+                raise asyncio.CancelledError() from e
+            if interrupted:
+                # The stream failed while it was being stopped: moot, the reply is cut.
+                logger.debug("the model stream failed as it was interrupted: %r", e)
+                step.cut = True
+                return None
+            return e
+        step.cut = guard.end()  # a stream that ended on the interrupt's cancellation
+        if guard.cancelled_from_outside():
+            raise asyncio.CancelledError()  # a stream that swallowed close's cancellation
+        return None
 
     async def _consume(
         self,
@@ -494,9 +532,9 @@ class AgentActivity:
         try:
             async with stream:
                 async for chunk in stream:
-                    if first is None and not isinstance(chunk, Usage):
-                        first = clock()
                     if isinstance(chunk, TextDelta):
+                        if first is None:
+                            first = clock()
                         if not chunk.text:
                             continue
                         if step.text_at is None:
@@ -506,6 +544,8 @@ class AgentActivity:
                         step.text.append(chunk.text)
                         output.write(chunk.text)
                     elif isinstance(chunk, ToolCallChunk):
+                        if first is None:
+                            first = clock()
                         if step_index >= session.max_tool_steps:
                             step.over_limit = True
                             continue
@@ -518,6 +558,8 @@ class AgentActivity:
                         step.calls.append(runner.start(self, speech, call, tools))
                     elif isinstance(chunk, Usage):
                         step.usage = chunk
+                    elif first is None:
+                        first = clock()
             status = "completed"
         except asyncio.CancelledError:
             status = "cancelled"
@@ -605,6 +647,44 @@ class AgentActivity:
         for out in kept:
             out.created_at = max(out.created_at, last_call)
         self.record(kept, speech)
+
+
+class _InterruptGuard:
+    """While a speech streams its model's answer in its own task, an interrupt
+    cancels that task; ``end()`` takes the cancellation back once the stream is
+    left. The callback is registered on the interrupt future (never cancelled)."""
+
+    __slots__ = ("_fired", "_live", "_speech", "_task")
+
+    def __init__(self, speech: SpeechHandle) -> None:
+        task = asyncio.current_task()
+        assert task is not None
+        self._task = task
+        self._speech = speech
+        self._live = True
+        self._fired = False
+        speech._interrupt_fut.add_done_callback(self._interrupted)
+
+    def _interrupted(self, _: asyncio.Future[None]) -> None:
+        # Runs from the loop (a future callback), so the task waits at an await of the
+        # stream: the cancellation lands there, inside the guarded section.
+        if self._live:
+            self._fired = True
+            self._task.cancel()
+
+    def end(self) -> bool:
+        """Leave the guarded section; True if the interrupt cancelled the task (that
+        cancellation is taken back)."""
+        if self._live:
+            self._live = False
+            self._speech._interrupt_fut.remove_done_callback(self._interrupted)
+            if self._fired:
+                self._task.uncancel()
+        return self._fired
+
+    def cancelled_from_outside(self) -> bool:
+        """A cancellation of the task that is not the interrupt's (close) stands."""
+        return self._task.cancelling() > 0
 
 
 def _settled(st: CallState) -> bool:

@@ -136,14 +136,18 @@ class Signal:
         self._waiters.append(fut)
         return fut
 
+    def discard(self, fut: asyncio.Future[None]) -> None:
+        """Forget a waiter that is no longer awaited (its awaiting task was cancelled)."""
+        if not fut.done():
+            fut.cancel()
+            try:
+                self._waiters.remove(fut)
+            except ValueError:
+                pass
+
     async def wait(self) -> None:
         fut = self.waiter()
         try:
             await fut
         finally:
-            if not fut.done():
-                fut.cancel()
-                try:
-                    self._waiters.remove(fut)
-                except ValueError:
-                    pass
+            self.discard(fut)

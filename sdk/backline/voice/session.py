@@ -525,11 +525,11 @@ class Session(Generic[UserdataT]):
     def _away_may_arm(self) -> bool:
         activity = self._activity
         return (
-            self._started
+            self._agent_state == "listening"  # first: it fails fast all through a turn
+            and self._user_state == "listening"
+            and self._started
             and not self._closing
             and activity is not None
-            and self._user_state == "listening"
-            and self._agent_state == "listening"
             and not activity.realtime_busy
         )
 
@@ -564,24 +564,42 @@ class Session(Generic[UserdataT]):
         timeout: float | None = None,
         even_when_closing: bool = False,
     ) -> bool:
-        """Wait until ``predicate()`` holds (re-checked at every change)."""
+        """Wait until ``predicate()`` holds (re-checked at every change).
+
+        One timer bounds the whole wait (not one per wake-up: a turn wakes its
+        waiters several times)."""
+        if predicate():
+            return True
         loop = asyncio.get_running_loop()
-        deadline = None if timeout is None else loop.time() + timeout
-        while True:
-            if predicate():
-                return True
-            if self._closing and not even_when_closing:
-                return False
-            if self._closed:
-                return False
-            remaining = None if deadline is None else deadline - loop.time()
-            if remaining is not None and remaining <= 0:
-                return False
-            waiter = self._changed.waiter()
-            try:
-                await asyncio.wait_for(waiter, remaining)
-            except TimeoutError:
-                return predicate()
+        waiter: asyncio.Future[None] | None = None
+        expired = False
+
+        def expire() -> None:
+            nonlocal expired
+            expired = True
+            if waiter is not None and not waiter.done():
+                waiter.set_result(None)
+
+        if timeout is not None and timeout <= 0:
+            return False
+        timer = None if timeout is None else loop.call_later(timeout, expire)
+        try:
+            while True:
+                if predicate():
+                    return True
+                if (self._closing and not even_when_closing) or self._closed:
+                    return False
+                if expired:
+                    return False
+                waiter = self._changed.waiter()
+                try:
+                    await waiter
+                except asyncio.CancelledError:
+                    self._changed.discard(waiter)
+                    raise
+        finally:
+            if timer is not None:
+                timer.cancel()
 
     # -- history and targets ----------------------------------------------------
     def _add_to_history(self, items: Iterable[ChatItem]) -> None:

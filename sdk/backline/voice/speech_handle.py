@@ -162,8 +162,11 @@ class SpeechHandle:
             self._allow_interruptions = self._hold_saved
 
     def _set_phase(self, phase: SpeechPhase) -> None:
-        if self._phase != phase and self._phase != "done":
+        old = self._phase
+        if old != phase and old != "done":
             self._phase = phase
+            if old == "queued" and phase == "thinking":
+                return  # nothing derived changes: a queued speech already reads as thinking
             self._changed()
 
     def _block(self) -> None:
