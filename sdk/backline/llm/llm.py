@@ -77,6 +77,10 @@ class LLMStream:
         self._closed = False
 
     def __aiter__(self) -> AsyncIterator[ChatChunk]:
+        if not self._closed and type(self).__anext__ is LLMStream.__anext__:
+            # The generator itself: its own __anext__ per chunk, no call through this
+            # wrapper (a closed generator ends an iteration as a closed stream does).
+            return self._agen
         return self
 
     def __anext__(self) -> Awaitable[ChatChunk]:

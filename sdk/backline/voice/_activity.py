@@ -382,13 +382,14 @@ class AgentActivity:
         session = self.session
         choice = tool_choice
         step_index = 0
-        while not speech.interrupted:
+        interrupted = speech._interrupt_fut.done
+        while not interrupted():
             speech._set_phase("thinking")
             step = _Step()
             steps.append(step)
             if not await self._generate_step(speech, instructions, choice, step_index, step):
                 return  # the model failed; reported already
-            if speech.interrupted:
+            if interrupted():
                 await self._cancel_calls(step.calls, speech)
                 step.settled = True
                 return
@@ -414,7 +415,7 @@ class AgentActivity:
                 # handoff, and the agent must not blip to "listening" in between.
                 session._handoffs_pending += 1
                 return
-            if speech.interrupted:
+            if interrupted():
                 return
             if isinstance(self.agent, AgentTask) and self.agent.done():
                 return  # the task completed: its caller takes the conversation back
@@ -484,7 +485,7 @@ class AgentActivity:
         """Stream the model's answer in this task (no task per request); an interrupt
         cancels the stream where it waits. Returns the error the request failed with
         (None when it completed or was interrupted)."""
-        if speech.interrupted:
+        if speech._interrupt_fut.done():
             return None
         guard = _InterruptGuard(speech)
         try:
@@ -525,7 +526,9 @@ class AgentActivity:
         runner = session._tool_runner
         llm = self.llm
         clock = asyncio.get_running_loop().time
-        started = clock()
+        # Timed only when someone listens for the request's metrics (a run() does).
+        timed = session._wants("llm_metrics")
+        started = clock() if timed else 0.0
         first: float | None = None
         status: Literal["completed", "cancelled", "failed"] = "failed"
         stream = llm.chat(ctx, tools=tool_list, tool_choice=choice)
@@ -567,7 +570,7 @@ class AgentActivity:
         finally:
             if step.text_at is not None:
                 output.flush()
-            if session._wants("llm_metrics"):
+            if timed and session._wants("llm_metrics"):
                 session.emit(
                     llm_metrics(
                         llm,
