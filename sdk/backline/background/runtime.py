@@ -5,7 +5,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections import deque
 from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Iterable
 from typing import TYPE_CHECKING, Any
 
@@ -25,7 +24,7 @@ from .definition import (
     validate_definition,
     validate_handling,
 )
-from .tools import RESERVED_TOOL_NAMES, make_send_tool, make_state_tool
+from .tools import RESERVED_TOOL_NAMES, make_tools
 
 if TYPE_CHECKING:
     from ..voice.session import Session
@@ -50,12 +49,13 @@ class BackgroundRuntime:
         self.closed = False
         self.status = "created"
         self.interrupt_callback: Callable[[], Awaitable[None]] | None = None
-        self._inbox: deque[str] = deque()
+        # Usually empty or short: a list (a deque takes about 700 bytes even empty).
+        self._inbox: list[str] = []
         self._inbox_signal = Signal()
         self._reader: tuple[asyncio.Task[Any] | None, object] | None = None
         self._grace = GraceWindow(definition.interrupt_grace)
         self._task: asyncio.Task[None] | None = None
-        self._interrupts: set[asyncio.Task[None]] = set()
+        self._interrupts: set[asyncio.Task[None]] | None = None  # at the first interrupt
         self._state_cut_logged = False
         self.scheduler = ReplyScheduler(
             self.session,
@@ -118,7 +118,7 @@ class BackgroundRuntime:
         self._inbox_signal.notify()
 
     async def cancel_entrypoint(self) -> None:
-        tasks = [t for t in (self._task, *self._interrupts) if t is not None]
+        tasks = [t for t in (self._task, *(self._interrupts or ())) if t is not None]
         await cancel_and_wait(tasks, owner=f"background {self.definition.id}")
 
     def _closed_error(self) -> RuntimeError:
@@ -138,6 +138,8 @@ class BackgroundRuntime:
                 task = self.manager.scope.create_task(
                     self._interrupt(callback, turn), name=f"interrupt {self.definition.id}"
                 )
+                if self._interrupts is None:
+                    self._interrupts = set()
                 self._interrupts.add(task)
                 task.add_done_callback(self._interrupts.discard)
 
@@ -160,8 +162,7 @@ class BackgroundRuntime:
         return len(self._inbox)
 
     def take_pending(self) -> list[str]:
-        items = list(self._inbox)
-        self._inbox.clear()
+        items, self._inbox = self._inbox, []
         return items
 
     async def wait_for_message(self, timeout: float | None) -> bool:
@@ -203,7 +204,7 @@ class BackgroundRuntime:
                 if batch:
                     yield self.take_pending()
                 else:
-                    yield self._inbox.popleft()
+                    yield self._inbox.pop(0)
         finally:
             if self._reader is me:
                 self._reader = None
@@ -341,7 +342,7 @@ class BackgroundManager:
         self.scope = TaskScope("background sessions")
         self.runtimes: dict[str, BackgroundRuntime] = {}
         self.closed = False
-        self.tools: list[FunctionTool] = [make_send_tool(self), make_state_tool(self)]
+        self.tools: list[FunctionTool] = make_tools(self)
 
     def handling_for(self, definition: BackgroundDefinition) -> dict[str, Any] | None:
         own = definition.handling

@@ -49,6 +49,20 @@ OnStatus = Callable[[list[str], ReplyStatus, str | None], None]
 
 
 class ReplyScheduler:
+    __slots__ = (
+        "_closed",
+        "_following",
+        "_mutex",
+        "_name",
+        "_on_status",
+        "_pending",
+        "_render",
+        "_session",
+        "_source",
+        "_taking",
+        "_task",
+    )
+
     def __init__(
         self,
         session: Session[Any],
@@ -63,7 +77,7 @@ class ReplyScheduler:
         self._render = render
         self._on_status = on_status
         self._source = source
-        self._lock = asyncio.Lock()
+        self._mutex: asyncio.Lock | None = None  # made at the first insert
         self._pending: list[Pending] = []
         self._following: list[Pending] = []  # silent inserts made during a switch
         self._taking = 0  # a batch is between "taken" and "reply requested"
@@ -73,6 +87,13 @@ class ReplyScheduler:
     @property
     def closed(self) -> bool:
         return self._closed
+
+    @property
+    def _lock(self) -> asyncio.Lock:
+        lock = self._mutex
+        if lock is None:
+            lock = self._mutex = asyncio.Lock()
+        return lock
 
     # -- owed speech -------------------------------------------------------------
     def owes_reply(self) -> bool:
@@ -233,12 +254,16 @@ class ReplyScheduler:
         self._closed = True
         if self._task is not None:
             await cancel_and_wait([self._task], owner=self._name)
-        try:
-            await asyncio.wait_for(self._lock.acquire(), timeout=5.0)
-        except TimeoutError:  # pragma: no cover - an insert stuck in a user override
-            logger.warning("%s: an insert did not finish within 5s of close", self._name)
-        else:
-            self._lock.release()
+        lock = self._mutex
+        # Only an insert holding the lock is waited for: one waiting for it sees the
+        # scheduler closed as it enters (no timer and no task for an idle scheduler).
+        if lock is not None and lock.locked():
+            try:
+                await asyncio.wait_for(lock.acquire(), timeout=5.0)
+            except TimeoutError:  # pragma: no cover - an insert stuck in a user override
+                logger.warning("%s: an insert did not finish within 5s of close", self._name)
+            else:
+                lock.release()
         self._pending.clear()
         self._following.clear()
         self._task = None
