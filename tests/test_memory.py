@@ -13,7 +13,17 @@ import gc
 import tracemalloc
 from typing import Any
 
-from backline import Agent, Session, TextOutput, background, function_tool
+from backline import (
+    Agent,
+    AgentHandoff,
+    ChatMessage,
+    FunctionCall,
+    FunctionCallOutput,
+    Session,
+    TextOutput,
+    background,
+    function_tool,
+)
 from backline.testing import ScriptedLLM, text
 
 
@@ -122,3 +132,17 @@ async def test_an_idle_session_with_one_background_stays_small() -> None:
     for s in sessions:
         await s.aclose()
     assert per_session <= 15 * 1024, f"{per_session:.0f} bytes per idle session"
+
+
+def test_chat_items_have_slots_and_keep_their_own_data_in_extra() -> None:
+    items = [
+        ChatMessage(role="user", content="hi"),
+        FunctionCall(call_id="c", name="f", arguments="{}"),
+        FunctionCallOutput(call_id="c", name="f", output="ok"),
+        AgentHandoff(old_agent=None, new_agent="A"),
+    ]
+    for item in items:
+        assert not hasattr(item, "__dict__")
+        item.extra["mine"] = 1  # each item its own dict
+    assert all(it.extra == {"mine": 1} for it in items)
+    assert len({id(it.extra) for it in items}) == len(items)
