@@ -117,9 +117,9 @@ class BackgroundRuntime:
         self.scheduler._closed = True
         self._inbox_signal.notify()
 
-    async def cancel_entrypoint(self) -> None:
-        tasks = [t for t in (self._task, *(self._interrupts or ())) if t is not None]
-        await cancel_and_wait(tasks, owner=f"background {self.definition.id}")
+    def tasks(self) -> list[asyncio.Task[Any]]:
+        """The entrypoint's task and the interrupt callbacks running."""
+        return [t for t in (self._task, *(self._interrupts or ())) if t is not None]
 
     def _closed_error(self) -> RuntimeError:
         return RuntimeError(f"background session '{self.definition.id}' is closed")
@@ -409,8 +409,14 @@ class BackgroundManager:
         runtimes = list(self.runtimes.values())
         for rt in runtimes:
             rt.mark_closed()
-        await asyncio.gather(*(rt.cancel_entrypoint() for rt in runtimes))
-        await asyncio.gather(*(rt.scheduler.aclose() for rt in runtimes))
+        # Every entrypoint and interrupt callback is cancelled at once, and waited for
+        # together (one bound), rather than a task per background.
+        tasks = [t for rt in runtimes for t in rt.tasks()]
+        await cancel_and_wait(tasks, owner="background sessions")
+        if len(runtimes) == 1:
+            await runtimes[0].scheduler.aclose()  # no suspension unless an insert runs
+        else:
+            await asyncio.gather(*(rt.scheduler.aclose() for rt in runtimes))
         await self.scope.aclose()
         for rt in runtimes:
             if rt.status not in ("ended", "crashed"):
