@@ -59,9 +59,8 @@ class BackgroundRuntime:
         self._state_cut_logged = False
         self.scheduler = ReplyScheduler(
             self.session,
+            self,
             name=f"background session '{definition.id}'",
-            render=self._render_reply,
-            on_status=self._reply_status,
             source="background_reply",
         )
 
@@ -300,7 +299,7 @@ class BackgroundRuntime:
                 self._set_status("idle")
 
     # -- replies --------------------------------------------------------------------
-    def _render_reply(self, batch: list[Pending], at_tail: bool) -> str:
+    def render_reply(self, batch: list[Pending], at_tail: bool) -> str:
         key = "reply_at_tail_template" if at_tail else "reply_maybe_covered_template"
         args = {
             "background_session_id": self.definition.id,
@@ -308,7 +307,7 @@ class BackgroundRuntime:
         }
         return render_template(self.handling, key, args)
 
-    def _reply_status(self, ids: list[str], status: Any, speech_id: str | None) -> None:
+    def reply_status(self, ids: list[str], status: Any, speech_id: str | None) -> None:
         self.session.emit(
             BackgroundReply(
                 background_id=self.definition.id,

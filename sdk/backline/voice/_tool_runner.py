@@ -119,13 +119,7 @@ class ToolRunner:
         self, session: Session[Any], *, update_template: str = DEFAULT_UPDATE_TEMPLATE
     ) -> None:
         self.session = session
-        self.scheduler = ReplyScheduler(
-            session,
-            name="tool replies",
-            render=self._render_reply,
-            on_status=self._report_reply,
-            source="tool_reply",
-        )
+        self.scheduler = ReplyScheduler(session, self, name="tool replies", source="tool_reply")
         self.update_template = update_template
         self._running: set[CallState] | None = None  # made at the first call
         self._call_ids: set[str] | None = None  # every call id in the history (built lazily)
@@ -316,12 +310,12 @@ class ToolRunner:
         )
         await self.scheduler.enqueue([call, out], [call_id], owner=state.activity, run=state.run)
 
-    def _render_reply(self, batch: list[Pending], at_tail: bool) -> str:
+    def render_reply(self, batch: list[Pending], at_tail: bool) -> str:
         ids = ", ".join(i for p in batch for i in p.ids)
         template = TOOL_REPLY_AT_TAIL if at_tail else TOOL_REPLY_MAYBE_COVERED
         return template.format(call_ids=ids)
 
-    def _report_reply(self, ids: list[str], status: ReplyStatus, speech_id: str | None) -> None:
+    def reply_status(self, ids: list[str], status: ReplyStatus, speech_id: str | None) -> None:
         self.session.emit(ToolReply(call_ids=list(ids), status=status, speech_id=speech_id))
 
     def owed_by_run(self, run: Any) -> bool:
