@@ -5,7 +5,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections import deque
 from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Iterable
 from typing import TYPE_CHECKING, Any
 
@@ -25,7 +24,7 @@ from .definition import (
     validate_definition,
     validate_handling,
 )
-from .tools import RESERVED_TOOL_NAMES, make_send_tool, make_state_tool
+from .tools import RESERVED_TOOL_NAMES, make_tools
 
 if TYPE_CHECKING:
     from ..voice.session import Session
@@ -50,18 +49,18 @@ class BackgroundRuntime:
         self.closed = False
         self.status = "created"
         self.interrupt_callback: Callable[[], Awaitable[None]] | None = None
-        self._inbox: deque[str] = deque()
+        # Usually empty or short: a list (a deque takes about 700 bytes even empty).
+        self._inbox: list[str] = []
         self._inbox_signal = Signal()
         self._reader: tuple[asyncio.Task[Any] | None, object] | None = None
         self._grace = GraceWindow(definition.interrupt_grace)
         self._task: asyncio.Task[None] | None = None
-        self._interrupts: set[asyncio.Task[None]] = set()
+        self._interrupts: set[asyncio.Task[None]] | None = None  # at the first interrupt
         self._state_cut_logged = False
         self.scheduler = ReplyScheduler(
             self.session,
+            self,
             name=f"background session '{definition.id}'",
-            render=self._render_reply,
-            on_status=self._reply_status,
             source="background_reply",
         )
 
@@ -117,9 +116,9 @@ class BackgroundRuntime:
         self.scheduler._closed = True
         self._inbox_signal.notify()
 
-    async def cancel_entrypoint(self) -> None:
-        tasks = [t for t in (self._task, *self._interrupts) if t is not None]
-        await cancel_and_wait(tasks, owner=f"background {self.definition.id}")
+    def tasks(self) -> list[asyncio.Task[Any]]:
+        """The entrypoint's task and the interrupt callbacks running."""
+        return [t for t in (self._task, *(self._interrupts or ())) if t is not None]
 
     def _closed_error(self) -> RuntimeError:
         return RuntimeError(f"background session '{self.definition.id}' is closed")
@@ -138,6 +137,8 @@ class BackgroundRuntime:
                 task = self.manager.scope.create_task(
                     self._interrupt(callback, turn), name=f"interrupt {self.definition.id}"
                 )
+                if self._interrupts is None:
+                    self._interrupts = set()
                 self._interrupts.add(task)
                 task.add_done_callback(self._interrupts.discard)
 
@@ -160,8 +161,7 @@ class BackgroundRuntime:
         return len(self._inbox)
 
     def take_pending(self) -> list[str]:
-        items = list(self._inbox)
-        self._inbox.clear()
+        items, self._inbox = self._inbox, []
         return items
 
     async def wait_for_message(self, timeout: float | None) -> bool:
@@ -203,7 +203,7 @@ class BackgroundRuntime:
                 if batch:
                     yield self.take_pending()
                 else:
-                    yield self._inbox.popleft()
+                    yield self._inbox.pop(0)
         finally:
             if self._reader is me:
                 self._reader = None
@@ -299,7 +299,7 @@ class BackgroundRuntime:
                 self._set_status("idle")
 
     # -- replies --------------------------------------------------------------------
-    def _render_reply(self, batch: list[Pending], at_tail: bool) -> str:
+    def render_reply(self, batch: list[Pending], at_tail: bool) -> str:
         key = "reply_at_tail_template" if at_tail else "reply_maybe_covered_template"
         args = {
             "background_session_id": self.definition.id,
@@ -307,7 +307,7 @@ class BackgroundRuntime:
         }
         return render_template(self.handling, key, args)
 
-    def _reply_status(self, ids: list[str], status: Any, speech_id: str | None) -> None:
+    def reply_status(self, ids: list[str], status: Any, speech_id: str | None) -> None:
         self.session.emit(
             BackgroundReply(
                 background_id=self.definition.id,
@@ -341,7 +341,7 @@ class BackgroundManager:
         self.scope = TaskScope("background sessions")
         self.runtimes: dict[str, BackgroundRuntime] = {}
         self.closed = False
-        self.tools: list[FunctionTool] = [make_send_tool(self), make_state_tool(self)]
+        self.tools: list[FunctionTool] = make_tools(self)
 
     def handling_for(self, definition: BackgroundDefinition) -> dict[str, Any] | None:
         own = definition.handling
@@ -408,8 +408,14 @@ class BackgroundManager:
         runtimes = list(self.runtimes.values())
         for rt in runtimes:
             rt.mark_closed()
-        await asyncio.gather(*(rt.cancel_entrypoint() for rt in runtimes))
-        await asyncio.gather(*(rt.scheduler.aclose() for rt in runtimes))
+        # Every entrypoint and interrupt callback is cancelled at once, and waited for
+        # together (one bound), rather than a task per background.
+        tasks = [t for rt in runtimes for t in rt.tasks()]
+        await cancel_and_wait(tasks, owner="background sessions")
+        if len(runtimes) == 1:
+            await runtimes[0].scheduler.aclose()  # no suspension unless an insert runs
+        else:
+            await asyncio.gather(*(rt.scheduler.aclose() for rt in runtimes))
         await self.scope.aclose()
         for rt in runtimes:
             if rt.status not in ("ended", "crashed"):

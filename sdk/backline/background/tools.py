@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 from typing import TYPE_CHECKING, Any
 
 from ..llm.tool_output import serialize_tool_output
@@ -36,10 +37,6 @@ def _listing(manager: BackgroundManager) -> str:
     return "\n\nAvailable background sessions:\n" + "\n".join(lines)
 
 
-def _id_schema() -> dict[str, Any]:
-    return {"type": "string", "description": "The id of the background session."}
-
-
 def _runtime(manager: BackgroundManager, background_id: Any) -> BackgroundRuntime:
     valid = ", ".join(manager.sorted_ids())
     known = {d.id for d in manager.definitions}
@@ -59,55 +56,72 @@ def _runtime(manager: BackgroundManager, background_id: Any) -> BackgroundRuntim
     return rt
 
 
-def make_send_tool(manager: BackgroundManager) -> FunctionTool:
-    async def send(args: dict[str, Any], _ctx: Any) -> str:
-        rt = _runtime(manager, args["background_session_id"])
-        if rt.status in ("ended", "crashed"):
-            raise ToolError(
-                f"Background session '{rt.definition.id}' is not running "
-                f"({'it crashed' if rt.status == 'crashed' else 'it has finished'}); "
-                "the message was not delivered."
-            )
-        rt.deliver(args["content"])
-        return DELIVERED
+async def _send(manager: BackgroundManager, args: dict[str, Any], _ctx: Any) -> str:
+    rt = _runtime(manager, args["background_session_id"])
+    if rt.status in ("ended", "crashed"):
+        raise ToolError(
+            f"Background session '{rt.definition.id}' is not running "
+            f"({'it crashed' if rt.status == 'crashed' else 'it has finished'}); "
+            "the message was not delivered."
+        )
+    rt.deliver(args["content"])
+    return DELIVERED
 
-    return FunctionTool.from_schema(
-        send,
+
+async def _state(manager: BackgroundManager, args: dict[str, Any], _ctx: Any) -> str:
+    background_id = args["background_session_id"]
+    known = {d.id for d in manager.definitions}
+    if background_id not in known:
+        valid = ", ".join(manager.sorted_ids())
+        raise ToolError(f"Unknown background session ID '{background_id}'. Valid IDs: {valid}")
+    rt = manager.runtime(background_id)
+    value = UNSET if rt is None else rt.state
+    if value is UNSET:
+        return NO_STATE
+    return serialize_tool_output(value)
+
+
+# Shared by every session's tools (nothing changes a tool's parameters).
+_ID_SCHEMA = {"type": "string", "description": "The id of the background session."}
+_SEND_PARAMETERS: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "background_session_id": _ID_SCHEMA,
+        "content": {"type": "string", "description": "The message to send."},
+    },
+    "required": ["background_session_id", "content"],
+    "additionalProperties": False,
+}
+_STATE_PARAMETERS: dict[str, Any] = {
+    "type": "object",
+    "properties": {"background_session_id": _ID_SCHEMA},
+    "required": ["background_session_id"],
+    "additionalProperties": False,
+}
+
+
+@functools.lru_cache(maxsize=64)
+def _templates(listing: str) -> tuple[FunctionTool, FunctionTool]:
+    """The two tools for one listing of background sessions, built once and shared by
+    every session with that listing (each binds them to its manager: a small copy)."""
+    send = FunctionTool(
+        _send,
         name=SEND_TOOL,
-        description=SEND_DESCRIPTION + _listing(manager),
-        parameters={
-            "type": "object",
-            "properties": {
-                "background_session_id": _id_schema(),
-                "content": {"type": "string", "description": "The message to send."},
-            },
-            "required": ["background_session_id", "content"],
-            "additionalProperties": False,
-        },
+        description=SEND_DESCRIPTION + listing,
+        parameters=_SEND_PARAMETERS,
+        raw=True,  # the arguments as one dict (after the manager it is bound to)
     )
-
-
-def make_state_tool(manager: BackgroundManager) -> FunctionTool:
-    async def state(args: dict[str, Any], _ctx: Any) -> str:
-        background_id = args["background_session_id"]
-        known = {d.id for d in manager.definitions}
-        if background_id not in known:
-            valid = ", ".join(manager.sorted_ids())
-            raise ToolError(f"Unknown background session ID '{background_id}'. Valid IDs: {valid}")
-        rt = manager.runtime(background_id)
-        value = UNSET if rt is None else rt.state
-        if value is UNSET:
-            return NO_STATE
-        return serialize_tool_output(value)
-
-    return FunctionTool.from_schema(
-        state,
+    state = FunctionTool(
+        _state,
         name=STATE_TOOL,
-        description=STATE_DESCRIPTION + _listing(manager),
-        parameters={
-            "type": "object",
-            "properties": {"background_session_id": _id_schema()},
-            "required": ["background_session_id"],
-            "additionalProperties": False,
-        },
+        description=STATE_DESCRIPTION + listing,
+        parameters=_STATE_PARAMETERS,
+        raw=True,
     )
+    return send, state
+
+
+def make_tools(manager: BackgroundManager) -> list[FunctionTool]:
+    """``backline_send`` and ``backline_state`` for ``manager``'s background sessions."""
+    send, state = _templates(_listing(manager))
+    return [send.__get__(manager), state.__get__(manager)]

@@ -26,7 +26,7 @@ def _now() -> float:
     return time.time()
 
 
-@dataclass(eq=False, kw_only=True)
+@dataclass(eq=False, kw_only=True, slots=True)
 class ChatMessage:
     """A message from the user, the assistant, or the system."""
 
@@ -43,7 +43,7 @@ class ChatMessage:
         return self.content
 
 
-@dataclass(eq=False, kw_only=True)
+@dataclass(eq=False, kw_only=True, slots=True)
 class FunctionCall:
     """A tool call the model made. ``arguments`` is the raw JSON text."""
 
@@ -56,7 +56,7 @@ class FunctionCall:
     type: Literal["function_call"] = "function_call"
 
 
-@dataclass(eq=False, kw_only=True)
+@dataclass(eq=False, kw_only=True, slots=True)
 class FunctionCallOutput:
     """The result of a tool call, as text the model reads."""
 
@@ -70,7 +70,7 @@ class FunctionCallOutput:
     type: Literal["function_call_output"] = "function_call_output"
 
 
-@dataclass(eq=False, kw_only=True)
+@dataclass(eq=False, kw_only=True, slots=True)
 class AgentHandoff:
     """A marker in the history: the conversation moved from one agent to another.
 

@@ -134,7 +134,26 @@ class FunctionTool:
     def __get__(self, instance: Any, owner: type[Any] | None = None) -> FunctionTool:
         if instance is None:
             return self
-        bound = copy.copy(self)
+        # One bound copy per instance (each agent binds its tool methods): the slots
+        # are copied, the function's metadata that ``update_wrapper`` put in the
+        # ``__dict__`` (``__wrapped__``, ``__doc__``...) is shared, not copied, and the
+        # argument check is built once here for every copy.
+        if self._fast_check is _UNCHECKED:
+            self._fast_check = _fast_checker(self.parameters)
+        if type(self) is not FunctionTool:  # a subclass may keep state of its own
+            bound = copy.copy(self)
+        else:
+            bound = _new_tool(FunctionTool)
+            bound.__dict__ = self.__dict__
+            bound._fn = self._fn
+            bound.name = self.name
+            bound.description = self.description
+            bound.parameters = self.parameters
+            bound._context_param = self._context_param
+            bound._converters = self._converters
+            bound._raw = self._raw
+            bound._validator = self._validator
+            bound._fast_check = self._fast_check
         bound._bound_to = instance
         return bound
 
@@ -199,6 +218,7 @@ class FunctionTool:
 
 
 _UNCHECKED: Any = object()
+_new_tool = object.__new__
 _ANNOTATION_KEYS = frozenset({"description", "title", "default", "examples"})
 _SIMPLE_TYPES: dict[str, Callable[[Any], bool]] = {
     "string": lambda v: type(v) is str,

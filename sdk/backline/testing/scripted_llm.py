@@ -128,11 +128,13 @@ class ScriptedLLM:
         record: bool = True,
     ) -> None:
         self._responder: Responder | None = None
-        self._queue: deque[ScriptedResponse | str] = deque()
+        # Made when a script is given or pushed (a deque is about 700 bytes even empty:
+        # a callable script, as thousands of benchmarked sessions use, needs none).
+        self._queue: deque[ScriptedResponse | str] | None = None
         if callable(script):
             self._responder = script
         else:
-            self._queue.extend(script)
+            self._queue = deque(script)
         self._record = record
         self.requests: list[LLMRequest] = []
         self._call_ids = itertools.count(1)
@@ -140,11 +142,13 @@ class ScriptedLLM:
 
     def push(self, *responses: ScriptedResponse | str) -> None:
         """Append responses to the script."""
+        if self._queue is None:
+            self._queue = deque()
         self._queue.extend(responses)
 
     @property
     def remaining(self) -> int:
-        return len(self._queue)
+        return len(self._queue) if self._queue is not None else 0
 
     def chat(
         self,

@@ -42,6 +42,16 @@ class AwayTimer:
     current (a paused agent's tool cannot speak until the agent resumes).
     """
 
+    __slots__ = (
+        "_current_owner",
+        "_fire",
+        "_handle",
+        "_holds",
+        "_on_change",
+        "_should_arm",
+        "timeout",
+    )
+
     def __init__(
         self,
         timeout: float | None,
@@ -56,7 +66,7 @@ class AwayTimer:
         self._should_arm = should_arm
         self._current_owner = current_owner
         self._fire = fire
-        self._holds: set[Hold] = set()
+        self._holds: set[Hold] | None = None  # made at the first hold
         self._handle: asyncio.TimerHandle | None = None
         self._on_change: Callable[[], None] | None = None
 
@@ -67,7 +77,7 @@ class AwayTimer:
     @property
     def holds(self) -> list[Hold]:
         """Every hold taken and not yet released."""
-        return list(self._holds)
+        return list(self._holds or ())
 
     def counting_holds(self) -> int:
         if not self._holds:
@@ -77,19 +87,21 @@ class AwayTimer:
 
     def take_hold(self, owner: AgentActivity | None) -> Hold:
         hold = Hold(self, owner)
+        if self._holds is None:
+            self._holds = set()
         self._holds.add(hold)
         self._changed()
         return hold
 
     def _release(self, hold: Hold) -> None:
-        if hold in self._holds:
+        if self._holds is not None and hold in self._holds:
             self._holds.remove(hold)
             self._changed()
 
     def move_holds(self, old: AgentActivity, new: AgentActivity | None) -> None:
         """Every hold ``old`` owns now belongs to ``new`` (``old`` closed for good)."""
         moved = False
-        for hold in self._holds:
+        for hold in self._holds or ():
             if hold.owner is old:
                 hold.owner = new
                 moved = True

@@ -15,9 +15,9 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from ..llm.chat_context import ChatItem
 from ._tasks import cancel_and_wait
@@ -44,28 +44,47 @@ class Pending:
     run: Any = None
 
 
-Render = Callable[[list[Pending], bool], str]
-OnStatus = Callable[[list[str], ReplyStatus, str | None], None]
+class ReplyOwner(Protocol):
+    """Whose replies a scheduler delivers (the tool runner, a background runtime)."""
+
+    def render_reply(self, batch: list[Pending], at_tail: bool) -> str:
+        """The instructions of the reply that covers ``batch``."""
+
+    def reply_status(self, ids: list[str], status: ReplyStatus, speech_id: str | None) -> None:
+        """The reply covering ``ids`` changed status."""
 
 
 class ReplyScheduler:
+    # One per background and one per session, idle nearly all the time: slots, and
+    # the lock and the lists are made when first needed.
+    __slots__ = (
+        "_closed",
+        "_following",
+        "_mutex",
+        "_name",
+        "_owner",
+        "_pending",
+        "_session",
+        "_source",
+        "_taking",
+        "_task",
+    )
+
     def __init__(
         self,
         session: Session[Any],
+        owner: ReplyOwner,
         *,
         name: str,
-        render: Render,
-        on_status: OnStatus,
         source: str,
     ) -> None:
         self._session = session
+        self._owner = owner
         self._name = name
-        self._render = render
-        self._on_status = on_status
         self._source = source
-        self._lock = asyncio.Lock()
-        self._pending: list[Pending] = []
-        self._following: list[Pending] = []  # silent inserts made during a switch
+        self._mutex: asyncio.Lock | None = None  # made at the first insert
+        self._pending: list[Pending] | None = None  # buffered for the next reply
+        self._following: list[Pending] | None = None  # silent inserts made during a switch
         self._taking = 0  # a batch is between "taken" and "reply requested"
         self._task: asyncio.Task[None] | None = None
         self._closed = False
@@ -73,6 +92,13 @@ class ReplyScheduler:
     @property
     def closed(self) -> bool:
         return self._closed
+
+    @property
+    def _lock(self) -> asyncio.Lock:
+        lock = self._mutex
+        if lock is None:
+            lock = self._mutex = asyncio.Lock()
+        return lock
 
     # -- owed speech -------------------------------------------------------------
     def owes_reply(self) -> bool:
@@ -82,11 +108,13 @@ class ReplyScheduler:
         if self._taking > 0:
             return True
         # Asked on every refresh, usually with nothing pending: no generator then.
-        return bool(self._pending) and any(self._deliverable(p) for p in self._pending)
+        pending = self._pending
+        return bool(pending) and any(self._deliverable(p) for p in pending or ())
 
     def owes_reply_for(self, run: Any) -> bool:
         return not self._closed and (
-            self._taking > 0 or any(p.run is run and self._deliverable(p) for p in self._pending)
+            self._taking > 0
+            or any(p.run is run and self._deliverable(p) for p in self._pending or ())
         )
 
     def _deliverable(self, p: Pending) -> bool:
@@ -144,8 +172,12 @@ class ReplyScheduler:
                 if self._closed:
                     raise SchedulerClosed(f"{self._name} closed during the insert")
                 if session._switching or session._handoffs_pending:
-                    self._following.append(entry)  # the agent is about to change
+                    if self._following is None:  # the agent is about to change
+                        self._following = []
+                    self._following.append(entry)
                 return
+            if self._pending is None:
+                self._pending = []
             self._pending.append(entry)
             if self._task is None or self._task.done():
                 self._task = session._scope.create_task(
@@ -176,7 +208,7 @@ class ReplyScheduler:
         if not self._following or self._closed:
             return
         async with self._lock:
-            following, self._following = self._following, []
+            following, self._following = self._following, None
             if not self._closed:
                 await self._retarget(following)
 
@@ -185,20 +217,22 @@ class ReplyScheduler:
         session = self._session
         while True:
             ok = await session._wait_for(
-                lambda: session._is_idle() and any(self._deliverable(p) for p in self._pending)
+                lambda: (
+                    session._is_idle() and any(self._deliverable(p) for p in self._pending or ())
+                )
             )
             if not ok or self._closed:
-                self._pending.clear()
+                self._pending = None
                 return
             async with self._lock:
                 if self._closed:
                     return
-                batch = [p for p in self._pending if self._deliverable(p)]
+                batch = [p for p in self._pending or () if self._deliverable(p)]
                 if not batch:
                     continue
                 self._taking += 1
                 try:
-                    self._pending = [p for p in self._pending if p not in batch]
+                    self._pending = [p for p in self._pending or () if p not in batch] or None
                     target = await self._retarget(batch)
                     if self._closed:
                         return
@@ -206,14 +240,14 @@ class ReplyScheduler:
                     # lands on the agent that now holds every item.
                     last = target.chat_ctx.items[-1].id if len(target.chat_ctx) else None
                     at_tail = last == batch[-1].items[-1].id
-                    instructions = self._render(batch, at_tail)
+                    instructions = self._owner.render_reply(batch, at_tail)
                     ids = [i for p in batch for i in p.ids]
                     speech = session._generate_scheduled_reply(
                         instructions=instructions, source=self._source
                     )
                 finally:
                     self._taking -= 1
-                self._on_status(ids, "scheduled", speech.id)
+                self._owner.reply_status(ids, "scheduled", speech.id)
 
                 def done(sp: Any, ids: list[str] = ids) -> None:
                     if sp.interrupted:
@@ -222,7 +256,7 @@ class ReplyScheduler:
                         status = "skipped"
                     else:
                         status = "completed"
-                    self._on_status(ids, status, sp.id)
+                    self._owner.reply_status(ids, status, sp.id)
 
                 speech.add_done_callback(done)
             if not self._pending:
@@ -233,14 +267,18 @@ class ReplyScheduler:
         self._closed = True
         if self._task is not None:
             await cancel_and_wait([self._task], owner=self._name)
-        try:
-            await asyncio.wait_for(self._lock.acquire(), timeout=5.0)
-        except TimeoutError:  # pragma: no cover - an insert stuck in a user override
-            logger.warning("%s: an insert did not finish within 5s of close", self._name)
-        else:
-            self._lock.release()
-        self._pending.clear()
-        self._following.clear()
+        lock = self._mutex
+        # Only an insert holding the lock is waited for: one waiting for it sees the
+        # scheduler closed as it enters (no timer and no task for an idle scheduler).
+        if lock is not None and lock.locked():
+            try:
+                await asyncio.wait_for(lock.acquire(), timeout=5.0)
+            except TimeoutError:  # pragma: no cover - an insert stuck in a user override
+                logger.warning("%s: an insert did not finish within 5s of close", self._name)
+            else:
+                lock.release()
+        self._pending = None
+        self._following = None
         self._task = None
 
 

@@ -79,17 +79,52 @@ async def cancel_and_wait(
         )
 
 
+class _AllDone:
+    """Resolves ``waiter`` once every task is done, or at the timer (one object, not
+    closures and their cells: thousands of sessions may close at once)."""
+
+    __slots__ = ("left", "waiter")
+
+    def __init__(self, tasks: list[asyncio.Task[Any]], waiter: asyncio.Future[None]) -> None:
+        self.left = set(tasks)
+        self.waiter = waiter
+
+    def __call__(self, task: asyncio.Task[Any] | None = None) -> None:
+        if task is not None:
+            self.left.discard(task)
+            if self.left:
+                return
+        if not self.waiter.done():
+            self.waiter.set_result(None)
+
+
 async def _shielded_wait(
     tasks: list[asyncio.Task[Any]], timeout: float
 ) -> tuple[set[asyncio.Task[Any]], set[asyncio.Task[Any]]]:
-    # If the closer itself is cancelled, keep waiting for the (already cancelled)
-    # tasks within the bound, then re-raise: close must not leave tasks behind.
-    waiter = asyncio.ensure_future(asyncio.wait(tasks, timeout=timeout))
+    # A future woken by the tasks' done callbacks, and a timer for the bound (no task
+    # and no asyncio.wait of its own). If the closer itself is cancelled, keep waiting
+    # for the (already cancelled) tasks within the bound, then re-raise: close must
+    # not leave tasks behind.
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout
+    waiter: asyncio.Future[None] = loop.create_future()
+    wake = _AllDone(tasks, waiter)
+    for t in wake.left:
+        t.add_done_callback(wake)
+    timer = loop.call_at(deadline, wake)
     try:
-        return await asyncio.shield(waiter)
+        await waiter
     except asyncio.CancelledError:
-        await asyncio.wait([waiter], timeout=timeout)
+        still = [t for t in tasks if not t.done()]
+        if still:
+            await asyncio.wait(still, timeout=max(0.0, deadline - loop.time()))
         raise
+    finally:
+        timer.cancel()
+        for t in tasks:
+            t.remove_done_callback(wake)
+    done = {t for t in tasks if t.done()}
+    return done, set(tasks) - done
 
 
 async def first_completed(*futures: asyncio.Future[Any]) -> None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -44,6 +45,8 @@ TOOL_REPLY_MAYBE_COVERED = (
     "user only what they have not heard yet. If everything was already said, reply "
     "with nothing at all."
 )
+
+_NO_CALLS: frozenset[Any] = frozenset()
 
 
 @dataclass
@@ -110,20 +113,21 @@ class CallState:
 class ToolRunner:
     """Owns every tool task of a session, and the scheduler of deferred tool replies."""
 
+    __slots__ = ("_call_ids", "_running", "scheduler", "session", "update_template")
+
     def __init__(
         self, session: Session[Any], *, update_template: str = DEFAULT_UPDATE_TEMPLATE
     ) -> None:
         self.session = session
-        self.scheduler = ReplyScheduler(
-            session,
-            name="tool replies",
-            render=self._render_reply,
-            on_status=self._report_reply,
-            source="tool_reply",
-        )
+        self.scheduler = ReplyScheduler(session, self, name="tool replies", source="tool_reply")
         self.update_template = update_template
-        self.running: set[CallState] = set()
+        self._running: set[CallState] | None = None  # made at the first call
         self._call_ids: set[str] | None = None  # every call id in the history (built lazily)
+
+    @property
+    def running(self) -> AbstractSet[CallState]:
+        """The calls whose task has not finished."""
+        return self._running if self._running is not None else _NO_CALLS
 
     def unique_call_id(self, call_id: str, name: str) -> str:
         """``call_id``, or a fresh id when it is empty or already in the session's history
@@ -159,12 +163,15 @@ class ToolRunner:
         state = CallState(self, activity, speech, call, tools.get(call.name))
         state.run = self.session._active_run
         hold = self.session._away.take_hold(activity)
-        self.running.add(state)
+        running = self._running
+        if running is None:
+            running = self._running = set()
+        running.add(state)
         task = self.session._tool_scope.create_task(self._run(state), name=f"tool {call.name}")
         state.task = task
 
         def finished(_: asyncio.Task[ToolOutcome]) -> None:
-            self.running.discard(state)
+            running.discard(state)
             hold.release()  # whoever owns it now; refreshes the session
 
         task.add_done_callback(finished)
@@ -303,12 +310,12 @@ class ToolRunner:
         )
         await self.scheduler.enqueue([call, out], [call_id], owner=state.activity, run=state.run)
 
-    def _render_reply(self, batch: list[Pending], at_tail: bool) -> str:
+    def render_reply(self, batch: list[Pending], at_tail: bool) -> str:
         ids = ", ".join(i for p in batch for i in p.ids)
         template = TOOL_REPLY_AT_TAIL if at_tail else TOOL_REPLY_MAYBE_COVERED
         return template.format(call_ids=ids)
 
-    def _report_reply(self, ids: list[str], status: ReplyStatus, speech_id: str | None) -> None:
+    def reply_status(self, ids: list[str], status: ReplyStatus, speech_id: str | None) -> None:
         self.session.emit(ToolReply(call_ids=list(ids), status=status, speech_id=speech_id))
 
     def owed_by_run(self, run: Any) -> bool:

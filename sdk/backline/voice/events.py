@@ -206,7 +206,7 @@ EVENT_NAMES: frozenset[str] = frozenset(EventName.__args__)  # type: ignore[attr
 F = TypeVar("F", bound=Callable[..., Any])
 
 
-@dataclass
+@dataclass(slots=True)
 class EventEmitter:
     """``on(name, callback)`` / ``off(name, callback)`` / ``emit(event)``.
 

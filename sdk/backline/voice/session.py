@@ -16,7 +16,7 @@ from . import _handoffs, _user_turns
 from ._activity import AgentActivity
 from ._away import AwayTimer
 from ._reply_scheduler import ReplyScheduler
-from ._tasks import Signal, TaskScope
+from ._tasks import Signal, TaskScope, first_completed
 from ._tool_runner import ToolRunner
 from .agent import Agent, AgentTask, check_tool_names
 from .events import (
@@ -254,9 +254,14 @@ class Session(Generic[UserdataT]):
     async def aclose(self, *, drain: bool = False) -> None:
         """Close the conversation. With ``drain``, current speech may finish first
         (bounded). Idempotent, bounded, and it never hangs."""
-        if self._close_task is None:
-            self._close_task = asyncio.ensure_future(self._aclose(drain))
-        await asyncio.shield(self._close_task)
+        task = self._close_task
+        if task is None:
+            task = self._close_task = asyncio.ensure_future(self._aclose(drain))
+        if not task.done():
+            # Like a shield (a cancelled caller does not cancel the close), with a
+            # few objects less: thousands of sessions may close at once.
+            await first_completed(task)
+        task.result()
 
     async def _aclose(self, drain: bool) -> None:
         self._closing = True

@@ -1,0 +1,148 @@
+"""What a session holds (docs/performance.md, "Many sessions in one process").
+
+Thousands of sessions share one process, so what is the same for all of them is
+built once: the generated background tools, the metadata of an agent's bound
+tools. No figure is asserted but one generous bound on an idle session (the
+measured figures live in ``bench/sessions.py``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import gc
+import tracemalloc
+from typing import Any
+
+from backline import (
+    Agent,
+    AgentHandoff,
+    ChatMessage,
+    FunctionCall,
+    FunctionCallOutput,
+    Session,
+    TextOutput,
+    background,
+    function_tool,
+)
+from backline.testing import ScriptedLLM, text
+
+
+async def _worker(ctx: Any) -> None:
+    async for _ in ctx.messages():
+        pass
+
+
+WORKER = background("worker", description="Does nothing.")(_worker)
+OTHER = background("other", description="Does nothing either.")(_worker)
+
+
+class _Agent(Agent):
+    def __init__(self) -> None:
+        super().__init__("Be brief.")
+
+    @function_tool
+    async def lookup(self, key: str) -> str:
+        """Look a key up.
+
+        Args:
+            key: The key to look up.
+        """
+        return f"{key} of {type(self).__name__}"
+
+
+def _session(*defs: Any) -> Session[Any]:
+    return Session(
+        ScriptedLLM(lambda _: text("Fine."), record=False),
+        output=TextOutput(),
+        background=list(defs),
+    )
+
+
+def _tool(session: Session[Any], name: str) -> Any:
+    (found,) = [t for t in session.tools if t.name == name]
+    return found
+
+
+async def test_sessions_share_their_generated_tools_but_each_reaches_its_own() -> None:
+    a, b, c = _session(WORKER), _session(WORKER), _session(WORKER, OTHER)
+    for name in ("backline_send", "backline_state"):
+        ta, tb, tc = _tool(a, name), _tool(b, name), _tool(c, name)
+        assert ta is not tb
+        assert ta.description is tb.description and ta.parameters is tb.parameters
+        assert ta.description != tc.description  # another listing of backgrounds
+        assert "- other: Does nothing either." in tc.description
+    try:
+        for s in (a, b, c):
+            await s.start(Agent("Help."))
+        got: list[str] = []
+        b.background.context("worker").on_interrupt(None)  # type: ignore[union-attr]
+        rt = b.background.runtime("worker")  # type: ignore[union-attr]
+        assert rt is not None
+        rt.deliver = got.append  # type: ignore[method-assign]
+        send = _tool(b, "backline_send")
+        assert await send.invoke({"background_session_id": "worker", "content": "hi"}) == (
+            "Message has been delivered."
+        )
+        assert got == ["hi"]
+        assert a.background.runtime("worker").waiting == 0  # type: ignore[union-attr]
+        rt.state = {"step": 1}
+        state = await _tool(b, "backline_state").invoke({"background_session_id": "worker"})
+        assert "step" in state
+        assert "not reported" in await _tool(a, "backline_state").invoke(
+            {"background_session_id": "worker"}
+        )
+    finally:
+        for s in (a, b, c):
+            await s.aclose()
+
+
+async def test_bound_tools_share_the_functions_metadata_and_call_their_own_agent() -> None:
+    one, two = _Agent(), _Agent()
+    (t1,), (t2,) = one.tools, two.tools
+    assert t1 is not t2
+    assert t1.__dict__ is t2.__dict__ is _Agent.lookup.__dict__
+    assert t1.__doc__ == _Agent.lookup.__doc__ and t1.__name__ == "lookup"
+    assert t1.parameters is t2.parameters
+    assert await t1.invoke('{"key": "k"}') == "k of _Agent"
+    assert t1._bound_to is one and t2._bound_to is two
+
+
+async def test_an_idle_session_with_one_background_stays_small() -> None:
+    """Generous: about 12 KB are measured on CPython 3.11 (bench/sessions.py)."""
+
+    async def start() -> Session[Any]:
+        s = _session(WORKER)
+        await s.start(_Agent())
+        return s
+
+    warm = await start()  # first-use caches
+    await warm.wait_for_idle()
+    await warm.aclose()
+    n = 200
+    gc.collect()
+    tracemalloc.start()
+    try:
+        before = tracemalloc.get_traced_memory()[0]
+        sessions = [await start() for _ in range(n)]
+        await asyncio.gather(*(s.wait_for_idle() for s in sessions))
+        gc.collect()
+        per_session = (tracemalloc.get_traced_memory()[0] - before) / n
+    finally:
+        tracemalloc.stop()
+    for s in sessions:
+        await s.aclose()
+    assert per_session <= 15 * 1024, f"{per_session:.0f} bytes per idle session"
+
+
+def test_chat_items_have_slots_and_keep_their_own_data_in_extra() -> None:
+    items = [
+        ChatMessage(role="user", content="hi"),
+        FunctionCall(call_id="c", name="f", arguments="{}"),
+        FunctionCallOutput(call_id="c", name="f", output="ok"),
+        AgentHandoff(old_agent=None, new_agent="A"),
+    ]
+    for item in items:
+        assert not hasattr(item, "__dict__")
+        item.extra["mine"] = 1  # each item its own dict
+    assert all(it.extra == {"mine": 1} for it in items)
+    assert len({id(it.extra) for it in items}) == len(items)
