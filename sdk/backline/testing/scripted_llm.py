@@ -171,7 +171,8 @@ class ScriptedLLM:
     async def _next_response(self, request: LLMRequest) -> ScriptedResponse:
         if self._responder is not None:
             got = self._responder(request)
-            if inspect.isawaitable(got):
+            # Checked by type first: isawaitable's ABC check is slow, once per request.
+            if type(got) is not ScriptedResponse and inspect.isawaitable(got):
                 got = await got
         elif self._queue:
             got = self._queue.popleft()
