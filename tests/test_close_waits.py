@@ -136,3 +136,35 @@ async def test_closing_an_idle_session_makes_one_task() -> None:
     assert session.closed
     assert session.background is not None
     assert session.background.runtime("worker").status == "closed"  # type: ignore[union-attr]
+
+
+async def test_a_background_cleans_up_while_the_agents_close_and_close_waits_for_it(
+    virtual_clock: VirtualClock,
+) -> None:
+    """Cancelled once, at the start of close; its cleanup (an await) is not cut short."""
+    log: list[str] = []
+
+    async def tidy(ctx: Any) -> None:
+        try:
+            async for _ in ctx.messages():
+                pass
+        except asyncio.CancelledError:
+            log.append("cancelled")
+            await asyncio.sleep(0.5)  # cleanup that takes time
+            log.append("cleaned up")
+            raise
+
+    session: Session[Any] = Session(
+        ScriptedLLM(lambda _: text("Fine."), record=False),
+        output=TextOutput(),
+        background=[background("tidy", description="Tidies up.")(tidy)],
+    )
+    statuses: list[str] = []
+    session.on("background_status", lambda e: statuses.append(e.status))
+    await session.start(Agent("Help."))
+    await session.run(user_input="hello")
+    start = virtual_clock.now()
+    await session.aclose()
+    assert log == ["cancelled", "cleaned up"]
+    assert virtual_clock.now() - start == pytest.approx(0.5)
+    assert statuses[-1] == "closed"

@@ -24,7 +24,7 @@ from backline import (
     background,
     function_tool,
 )
-from backline.testing import ScriptedLLM, text
+from backline.testing import ScriptedLLM, text, tool_calls
 
 
 async def _worker(ctx: Any) -> None:
@@ -146,3 +146,63 @@ def test_chat_items_have_slots_and_keep_their_own_data_in_extra() -> None:
         item.extra["mine"] = 1  # each item its own dict
     assert all(it.extra == {"mine": 1} for it in items)
     assert len({id(it.extra) for it in items}) == len(items)
+
+
+async def _busy_worker(ctx: Any) -> None:
+    async for message in ctx.messages():
+        async with ctx.turn():
+            ctx.set_state({"doing": message})
+            await ctx.send(f"done: {message}")
+            await ctx.send(f"noted: {message}", silent=True)
+
+
+BUSY = background("busy", description="Works on what it is sent.")(_busy_worker)
+
+
+async def test_background_traffic_leaves_no_reference_cycles() -> None:
+    """Sends (spoken and silent), states, the generated tools and their replies."""
+
+    def respond(request: Any) -> Any:
+        last = request.chat_ctx.items[-1]
+        if isinstance(last, ChatMessage) and last.role == "user" and last.content == "delegate":
+            return tool_calls(("backline_send", {"background_session_id": "busy", "content": "x"}))
+        if isinstance(last, ChatMessage) and last.role == "user" and last.content == "status":
+            return tool_calls(("backline_state", {"background_session_id": "busy"}))
+        return text("Okay.")
+
+    session = Session(ScriptedLLM(respond, record=False), output=TextOutput(), background=[BUSY])
+    await session.start(_Agent())
+
+    async def turn(kind: str) -> None:
+        session.push_user_turn(kind)
+        await session.wait_for_idle()
+        await asyncio.sleep(0)  # the background's reply, if one comes
+        await session.wait_for_idle()
+
+    try:
+        for kind in ("delegate", "status", "hello"):  # warm up: first-use caches
+            await turn(kind)
+        gc.collect()
+        was_enabled = gc.isenabled()
+        gc.disable()
+        gc.set_debug(gc.DEBUG_SAVEALL)
+        try:
+            for _ in range(5):
+                for kind in ("delegate", "status", "hello"):
+                    await turn(kind)
+            gc.collect()
+            leaked = [type(o).__name__ for o in gc.garbage]
+        finally:
+            gc.set_debug(0)
+            gc.garbage.clear()
+            if was_enabled:
+                gc.enable()
+        relayed = [
+            it
+            for it in session.history.items
+            if isinstance(it, ChatMessage) and it.extra.get("background_id") == "busy"
+        ]
+        assert len(relayed) >= 12  # the sends reached the history
+    finally:
+        await session.aclose()
+    assert leaked == []

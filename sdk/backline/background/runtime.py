@@ -13,7 +13,7 @@ from ..llm.chat_context import ChatMessage, new_id
 from ..llm.tool_output import json_snapshot
 from ..llm.tools import FunctionTool
 from ..voice._reply_scheduler import Pending, ReplyScheduler, SchedulerClosed
-from ..voice._tasks import Signal, TaskScope, cancel_and_wait
+from ..voice._tasks import Signal, TaskScope, wait_cancelled
 from ..voice.events import BackgroundMessage, BackgroundReply, BackgroundState, BackgroundStatus
 from ._grace import GraceWindow
 from .context import UNSET, BackgroundContext
@@ -341,6 +341,8 @@ class BackgroundManager:
         self.scope = TaskScope("background sessions")
         self.runtimes: dict[str, BackgroundRuntime] = {}
         self.closed = False
+        # The tasks stop() cancelled, until aclose() has waited for them.
+        self._stopping: list[asyncio.Task[Any]] | None = None
         self.tools: list[FunctionTool] = make_tools(self)
 
     def handling_for(self, definition: BackgroundDefinition) -> dict[str, Any] | None:
@@ -383,6 +385,7 @@ class BackgroundManager:
         """Build fresh runtimes and start every entrypoint (each runs to its first
         suspension point before this returns)."""
         self.closed = False
+        self._stopping = None
         self.scope = TaskScope("background sessions")
         self.runtimes = {d.id: BackgroundRuntime(self, d) for d in self.definitions}
         try:
@@ -402,16 +405,28 @@ class BackgroundManager:
     def owes_reply_for(self, run: Any) -> bool:
         return any(rt.scheduler.owes_reply_for(run) for rt in self.runtimes.values())
 
-    async def aclose(self) -> None:
-        """Three phases: mark everything closed, cancel entrypoints, close schedulers."""
+    def stop(self) -> None:
+        """Mark every background closed and cancel its tasks (entrypoint, interrupt
+        callbacks), all at once; ``aclose`` waits for them. Idempotent."""
+        if self._stopping is not None:
+            return
         self.closed = True
-        runtimes = list(self.runtimes.values())
-        for rt in runtimes:
+        self._stopping = []
+        me = asyncio.current_task()
+        for rt in self.runtimes.values():
             rt.mark_closed()
-        # Every entrypoint and interrupt callback is cancelled at once, and waited for
-        # together (one bound), rather than a task per background.
-        tasks = [t for rt in runtimes for t in rt.tasks()]
-        await cancel_and_wait(tasks, owner="background sessions")
+            for t in rt.tasks():
+                if t is not me and not t.done():
+                    t.cancel()
+                    self._stopping.append(t)
+
+    async def aclose(self) -> None:
+        """Stop (unless ``stop()`` ran already), wait for the cancelled tasks (one wait,
+        one bound, never cancelling them twice), then close the reply schedulers."""
+        self.stop()
+        runtimes = list(self.runtimes.values())
+        stopping, self._stopping = self._stopping or [], []
+        await wait_cancelled(stopping, owner="background sessions")
         if len(runtimes) == 1:
             await runtimes[0].scheduler.aclose()  # no suspension unless an insert runs
         else:

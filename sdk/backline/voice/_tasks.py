@@ -79,6 +79,21 @@ async def cancel_and_wait(
         )
 
 
+async def wait_cancelled(
+    tasks: list[asyncio.Task[Any]], *, timeout: float = CLOSE_TIMEOUT, owner: str = "backline"
+) -> None:
+    """Wait for tasks cancelled earlier, bounded by ``timeout``, without cancelling them
+    again (one may be running its cleanup); like ``cancel_and_wait`` otherwise."""
+    pending = [t for t in tasks if not t.done()]
+    if not pending:
+        return
+    _, still = await _shielded_wait(pending, timeout)
+    for t in still:
+        logger.warning(
+            "%s: task %s ignored cancellation; abandoned after %.1fs", owner, t.get_name(), timeout
+        )
+
+
 class _AllDone:
     """Resolves ``waiter`` once every task is done, or at the timer (one object, not
     closures and their cells: thousands of sessions may close at once)."""
@@ -86,13 +101,13 @@ class _AllDone:
     __slots__ = ("left", "waiter")
 
     def __init__(self, tasks: list[asyncio.Task[Any]], waiter: asyncio.Future[None]) -> None:
-        self.left = set(tasks)
+        self.left = len(tasks)  # each registration of the callback is called once
         self.waiter = waiter
 
     def __call__(self, task: asyncio.Task[Any] | None = None) -> None:
         if task is not None:
-            self.left.discard(task)
-            if self.left:
+            self.left -= 1
+            if self.left > 0:
                 return
         if not self.waiter.done():
             self.waiter.set_result(None)
@@ -109,7 +124,7 @@ async def _shielded_wait(
     deadline = loop.time() + timeout
     waiter: asyncio.Future[None] = loop.create_future()
     wake = _AllDone(tasks, waiter)
-    for t in wake.left:
+    for t in tasks:
         t.add_done_callback(wake)
     timer = loop.call_at(deadline, wake)
     try:

@@ -270,7 +270,9 @@ class Session(Generic[UserdataT]):
         error: BaseException | None = None
         try:
             if self._background is not None:
-                await self._background.aclose()
+                # Closed and cancelled now, waited for once the agents are closed: the
+                # two waits overlap (thousands of sessions may close at once).
+                self._background.stop()
             await self._tool_scheduler.aclose()
             if drain:
                 # The current agent first, then the agents paused under it; speech
@@ -284,6 +286,8 @@ class Session(Generic[UserdataT]):
                 activity.interrupt_all(force=True)
             while self._activities:
                 await self._activities.pop().aclose()
+            if self._background is not None:
+                await self._background.aclose()
             await self._tool_scope.aclose()
             if self._mcp is not None:  # last: tool calls are over; stops its servers
                 await self._mcp.aclose()
