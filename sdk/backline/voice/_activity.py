@@ -276,6 +276,8 @@ class AgentActivity:
                 if handoff is not None:
                     self.session._request_handoff(self, handoff)
                 self.session._refresh()
+            # Not kept while this loop waits: an idle agent holds no finished speech.
+            speech = work = None  # type: ignore[assignment]
 
     async def _run_speech(self, speech: SpeechHandle, work: SpeechWork) -> None:
         current_call.set(None)

@@ -26,7 +26,8 @@ class TaskScope:
 
     def __init__(self, name: str) -> None:
         self._name = name
-        self._tasks: set[asyncio.Task[Any]] = set()
+        # Made at the first task (most scopes of an idle session hold one or none).
+        self._tasks: set[asyncio.Task[Any]] | None = None
         self._closed = False
 
     @property
@@ -34,7 +35,7 @@ class TaskScope:
         return self._closed
 
     def __len__(self) -> int:
-        return len(self._tasks)
+        return len(self._tasks) if self._tasks is not None else 0
 
     def create_task(
         self, coro: Coroutine[Any, Any, T], *, name: str | None = None
@@ -43,12 +44,15 @@ class TaskScope:
             coro.close()
             raise RuntimeError(f"{self._name} is closed")
         task = asyncio.get_running_loop().create_task(coro, name=name)
+        if self._tasks is None:
+            self._tasks = set()
         self._tasks.add(task)
         task.add_done_callback(self._discard)
         return task
 
     def _discard(self, task: asyncio.Task[Any]) -> None:
-        self._tasks.discard(task)
+        if self._tasks is not None:
+            self._tasks.discard(task)
         if not task.cancelled() and task.exception() is not None:
             exc = task.exception()
             logger.error("task %s of %s failed", task.get_name(), self._name, exc_info=exc)
@@ -56,7 +60,8 @@ class TaskScope:
     async def aclose(self, timeout: float = CLOSE_TIMEOUT) -> None:
         """Cancel every task and wait for them, at most ``timeout`` seconds."""
         self._closed = True
-        await cancel_and_wait(self._tasks, timeout=timeout, owner=self._name)
+        if self._tasks:
+            await cancel_and_wait(self._tasks, timeout=timeout, owner=self._name)
 
 
 async def cancel_and_wait(
