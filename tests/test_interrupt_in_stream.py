@@ -13,7 +13,7 @@ from typing import Any, Literal
 
 import pytest
 
-from backline import Agent, ChatMessage, Session
+from backline import Agent, ChatMessage, Session, TextOutput
 from backline.llm import ChatChunk, ChatContext, LLMStream, TextDelta
 from backline.llm.tools import FunctionTool, ToolChoice
 from backline.testing import ScriptedLLM, text, virtual_clock
@@ -160,3 +160,46 @@ async def test_interrupts_and_closes_at_random_moments_of_streamed_replies() -> 
             for said, interrupted in assistant_texts(session):
                 assert full.startswith(said), (seed, said)
                 assert interrupted == (said != full), (seed, said, interrupted)
+
+
+class LateClearOutput(TextOutput):
+    """Plays nothing until cleared; reports the cleared segment one loop step later, and
+    in the step after that cancels the agent's loop task: the cancellation lands just
+    as the wait for the cleared playout ends (3.11's asyncio.wait_for swallowed it)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.flushed = asyncio.Event()
+        self.loop_task: asyncio.Task[Any] | None = None
+
+    def on_flush(self) -> None:
+        self.flushed.set()  # and no playout report: the segment "plays" until cleared
+
+    def on_clear(self) -> None:
+        loop = asyncio.get_running_loop()
+
+        def finish() -> None:
+            self.report_playout(self.segment_text, interrupted=True)
+            assert self.loop_task is not None
+            loop.call_soon(self.loop_task.cancel)
+
+        loop.call_soon(finish)
+
+
+async def test_a_cancellation_that_lands_as_the_cleared_playout_ends_stops_the_agent() -> None:
+    output = LateClearOutput()
+    session: Session[Any] = Session(ScriptedLLM([text("Hello there.")]), output=output)
+    await session.start(Agent("You are terse."))
+    try:
+        activity = session._activity
+        assert activity is not None and activity._loop_task is not None
+        output.loop_task = activity._loop_task
+        session.push_user_turn("hi")
+        await asyncio.wait_for(output.flushed.wait(), GUARD)
+        session.interrupt()
+        # The loop task ends with its cancellation (it would wait for the next speech
+        # forever if the speech had swallowed it).
+        await asyncio.wait([activity._loop_task], timeout=GUARD)
+        assert activity._loop_task.cancelled()
+    finally:
+        await asyncio.wait_for(session.aclose(), GUARD)

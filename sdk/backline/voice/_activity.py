@@ -16,7 +16,7 @@ from ..llm.llm import LLM, TextDelta, ToolCallChunk, Usage
 from ..llm.tools import FunctionTool, NamedToolChoice, ToolChoice
 from ._context import current_call, current_on_enter
 from ._metrics import llm_metrics
-from ._tasks import Signal, TaskScope, cancel_and_wait, first_completed
+from ._tasks import Signal, TaskScope, cancel_and_wait, done_within, first_completed
 from ._tool_runner import CANCELLED_OUTPUT, CallState, ToolOutcome
 from .agent import Agent, AgentTask
 from .events import ErrorEvent, FunctionToolsExecuted
@@ -67,6 +67,7 @@ class AgentActivity:
         self.drain_exempt: dict[asyncio.Task[Any], SpeechHandle | None] = {}
         self._realtime_listener: Callable[[bool], None] | None = None
         self.entering = False  # on_enter is running
+        self._loop_task: asyncio.Task[None] | None = None  # every speech runs in it
 
     def __repr__(self) -> str:
         return f"AgentActivity({self.agent.label})"
@@ -125,7 +126,9 @@ class AgentActivity:
         )
         self.agent._activity = self
         self._attach_realtime()
-        self._scope.create_task(self._scheduling_loop(), name=f"{self.agent.label} speech loop")
+        self._loop_task = self._scope.create_task(
+            self._scheduling_loop(), name=f"{self.agent.label} speech loop"
+        )
         self._started = True
 
     def start_on_enter(self) -> None:
@@ -256,6 +259,8 @@ class AgentActivity:
         self.session._refresh()
 
     async def _scheduling_loop(self) -> None:
+        me = asyncio.current_task()
+        assert me is not None
         while True:
             while not self._queue or self._paused:
                 await self._wake.wait()
@@ -278,6 +283,11 @@ class AgentActivity:
                 self.session._refresh()
             # Not kept while this loop waits: an idle agent holds no finished speech.
             speech = work = None  # type: ignore[assignment]
+            if me.cancelling():
+                # Code in the speech swallowed this loop's cancellation (3.11's
+                # asyncio.wait_for does when its future ends at the same moment): close
+                # stands all the same.
+                raise asyncio.CancelledError()
 
     async def _run_speech(self, speech: SpeechHandle, work: SpeechWork) -> None:
         current_call.set(None)
@@ -326,13 +336,12 @@ class AgentActivity:
             if playout.done():
                 return playout.result()
             output.clear()
-            try:
-                return await asyncio.wait_for(asyncio.shield(playout), PLAYOUT_CLEAR_TIMEOUT)
-            except TimeoutError:
-                logger.warning(
-                    "the output did not report playout within %.1fs", PLAYOUT_CLEAR_TIMEOUT
-                )
-                return PlayoutResult(speech.id, "", True, asyncio.get_running_loop().time())
+            # Not asyncio.wait_for: in 3.11 it swallows a cancellation that lands as its
+            # future ends, and this runs in the agent's loop task (close must stand).
+            if await done_within(playout, PLAYOUT_CLEAR_TIMEOUT):
+                return playout.result()
+            logger.warning("the output did not report playout within %.1fs", PLAYOUT_CLEAR_TIMEOUT)
+            return PlayoutResult(speech.id, "", True, asyncio.get_running_loop().time())
         except asyncio.CancelledError:
             output.clear()
             raise

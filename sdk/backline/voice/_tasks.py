@@ -147,6 +147,29 @@ async def _shielded_wait(
     return done, set(tasks) - done
 
 
+async def done_within(fut: asyncio.Future[Any], timeout: float) -> bool:
+    """Wait until ``fut`` is done, at most ``timeout`` seconds; never cancels it. True if
+    it is done. A cancellation of the caller always propagates (3.11's
+    ``asyncio.wait_for`` returns the result instead when both land together)."""
+    if fut.done():
+        return True
+    loop = asyncio.get_running_loop()
+    waiter: asyncio.Future[None] = loop.create_future()
+
+    def wake(_: object = None) -> None:
+        if not waiter.done():
+            waiter.set_result(None)
+
+    fut.add_done_callback(wake)
+    timer = loop.call_later(timeout, wake)
+    try:
+        await waiter
+    finally:
+        timer.cancel()
+        fut.remove_done_callback(wake)
+    return fut.done()
+
+
 async def first_completed(*futures: asyncio.Future[Any]) -> None:
     """Wait until one of ``futures`` is done; never cancels them.
 
