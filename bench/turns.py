@@ -44,10 +44,11 @@ divided by the turns (0 means the collector never has work from a turn).
 from __future__ import annotations
 
 import argparse
+import contextlib
 import gc
 import statistics
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
 
 from _common import (
@@ -99,7 +100,9 @@ class Rows:
         self.hist_end: list[int] = []
 
 
-async def one_session(scenario: str, acc: Rows, *, turns: int, warmup: int, history: int) -> None:
+@contextlib.asynccontextmanager
+async def warmed_session(scenario: str, warmup: int) -> AsyncIterator[tuple[Any, TurnFn]]:
+    """A started session of ``scenario`` after ``warmup`` turns, and its turn function."""
     drive, responder = SCENARIOS[scenario]
     async with make_session(responder) as session:
         await session.start(BenchAgent())
@@ -107,6 +110,11 @@ async def one_session(scenario: str, acc: Rows, *, turns: int, warmup: int, hist
         do_turn = turn_fn(drive, session)
         for i in range(warmup):
             await do_turn(session, f"warm-up {i}")
+        yield session, do_turn
+
+
+async def one_session(scenario: str, acc: Rows, *, turns: int, warmup: int, history: int) -> None:
+    async with warmed_session(scenario, warmup) as (session, do_turn):
         i = 0
         while len(session.history) < history:
             await idle_turn(session, f"history {i}")  # growth through real turns
@@ -176,30 +184,20 @@ async def cycles_per_turn(scenario: str | None, *, turns: int, warmup: int) -> f
         floor = FloorLoop()
         for i in range(warmup):
             await floor.turn(f"warm-up {i}")
-        gc.collect()
-        gc.disable()
-        try:
-            for i in range(turns):
-                await floor.turn(f"turn {i}")
-        finally:
-            found = gc.collect()
-            gc.enable()
-        return found / turns
-    drive, responder = SCENARIOS[scenario]
-    async with make_session(responder) as session:
-        await session.start(BenchAgent())
-        await session.wait_for_idle()
-        do_turn = turn_fn(drive, session)
-        for i in range(warmup):
-            await do_turn(session, f"warm-up {i}")
-        gc.collect()
-        gc.disable()
-        try:
-            for i in range(turns):
-                await do_turn(session, f"turn {i}")
-        finally:
-            found = gc.collect()
-            gc.enable()
+        return await _garbage_per_turn(floor.turn, turns)
+    async with warmed_session(scenario, warmup) as (session, do_turn):
+        return await _garbage_per_turn(lambda text: do_turn(session, text), turns)
+
+
+async def _garbage_per_turn(turn: Callable[[str], Awaitable[None]], turns: int) -> float:
+    gc.collect()
+    gc.disable()
+    try:
+        for i in range(turns):
+            await turn(f"turn {i}")
+    finally:
+        found = gc.collect()
+        gc.enable()
     return found / turns
 
 

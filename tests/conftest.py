@@ -1,6 +1,8 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import gc
 import os
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -35,6 +37,26 @@ class Recorder:
 # Exemptions from the guard, each with its reason. Delete an entry once its cause is
 # fixed on main.
 GUARD_EXEMPT: dict[str, str] = {}  # test file -> why its tests are not guarded
+
+
+@contextlib.contextmanager
+def cyclic_garbage() -> Iterator[list[str]]:
+    """The type names of the objects the block leaves in reference cycles: the
+    collector runs before, is off during the block, and keeps what it finds after."""
+    gc.collect()
+    was_enabled = gc.isenabled()
+    gc.disable()
+    gc.set_debug(gc.DEBUG_SAVEALL)
+    found: list[str] = []
+    try:
+        yield found
+        gc.collect()
+        found.extend(type(o).__name__ for o in gc.garbage)
+    finally:
+        gc.set_debug(0)
+        gc.garbage.clear()
+        if was_enabled:
+            gc.enable()
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:

@@ -9,7 +9,6 @@ asserted here: figures live in ``bench/``.
 from __future__ import annotations
 
 import bisect
-import gc
 from typing import Any
 
 import pytest
@@ -21,6 +20,7 @@ from backline import Agent, ChatContext, ChatMessage, Session, TextOutput, funct
 from backline.llm.tools import ToolArgumentsError, _fast_checker
 from backline.testing import ScriptedLLM, text, tool_calls
 from backline.voice.agent import INSTRUCTIONS_ID
+from tests.conftest import cyclic_garbage
 
 # -- the direct argument check never accepts what jsonschema rejects ------------------
 
@@ -192,21 +192,10 @@ async def test_turns_leave_no_reference_cycles() -> None:
         await session.start(_Tools())
         for kind in ("text", "tool"):  # warm up: first-use imports and caches
             await session.run(user_input=kind)
-        gc.collect()
-        was_enabled = gc.isenabled()
-        gc.disable()
-        gc.set_debug(gc.DEBUG_SAVEALL)
-        try:
+        with cyclic_garbage() as leaked:
             for _ in range(5):
                 for kind in ("text", "tool"):
                     session.push_user_turn(kind)
                     await session.wait_for_idle()
                     await session.run(user_input=kind)
-            gc.collect()
-            leaked = [type(o).__name__ for o in gc.garbage]
-        finally:
-            gc.set_debug(0)
-            gc.garbage.clear()
-            if was_enabled:
-                gc.enable()
     assert leaked == []

@@ -25,6 +25,7 @@ from backline import (
     function_tool,
 )
 from backline.testing import ScriptedLLM, text, tool_calls
+from tests.conftest import cyclic_garbage
 
 
 async def _worker(ctx: Any) -> None:
@@ -182,21 +183,10 @@ async def test_background_traffic_leaves_no_reference_cycles() -> None:
     try:
         for kind in ("delegate", "status", "hello"):  # warm up: first-use caches
             await turn(kind)
-        gc.collect()
-        was_enabled = gc.isenabled()
-        gc.disable()
-        gc.set_debug(gc.DEBUG_SAVEALL)
-        try:
+        with cyclic_garbage() as leaked:
             for _ in range(5):
                 for kind in ("delegate", "status", "hello"):
                     await turn(kind)
-            gc.collect()
-            leaked = [type(o).__name__ for o in gc.garbage]
-        finally:
-            gc.set_debug(0)
-            gc.garbage.clear()
-            if was_enabled:
-                gc.enable()
         relayed = [
             it
             for it in session.history.items

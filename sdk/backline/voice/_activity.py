@@ -16,7 +16,14 @@ from ..llm.llm import LLM, TextDelta, ToolCallChunk, Usage
 from ..llm.tools import FunctionTool, NamedToolChoice, ToolChoice
 from ._context import current_call, current_on_enter
 from ._metrics import llm_metrics
-from ._tasks import Signal, TaskScope, cancel_and_wait, done_within, first_completed
+from ._tasks import (
+    CancelWhenDone,
+    Signal,
+    TaskScope,
+    cancel_and_wait,
+    done_within,
+    first_completed,
+)
 from ._tool_runner import CANCELLED_OUTPUT, CallState, ToolOutcome
 from .agent import Agent, AgentTask
 from .events import ErrorEvent, FunctionToolsExecuted
@@ -456,7 +463,7 @@ class AgentActivity:
             ctx.insert(ChatMessage(role="system", content=instructions))
         tool_list = [] if choice == "none" else list(tools.values())
         error = await self._consume_until_interrupted(
-            speech, ctx, tool_list, choice, tools, step, step_index
+            speech, step, self._consume(speech, ctx, tool_list, choice, tools, step, step_index)
         )
         if step.text:
             result = await self._playout(speech)
@@ -484,23 +491,17 @@ class AgentActivity:
         return True
 
     async def _consume_until_interrupted(
-        self,
-        speech: SpeechHandle,
-        ctx: Any,
-        tool_list: list[FunctionTool],
-        choice: ToolChoice | None,
-        tools: dict[str, FunctionTool],
-        step: _Step,
-        step_index: int,
+        self, speech: SpeechHandle, step: _Step, consume: Coroutine[Any, Any, None]
     ) -> BaseException | None:
-        """Stream the model's answer in this task (no task per request); an interrupt
-        cancels the stream where it waits. Returns the error the request failed with
-        (None when it completed or was interrupted)."""
+        """Run ``consume`` (the model's stream) in this task, no task per request; an
+        interrupt cancels the stream where it waits. Returns the error the request
+        failed with (None when it completed or was interrupted)."""
         if speech._interrupt_fut.done():
+            consume.close()
             return None
-        guard = _InterruptGuard(speech)
+        guard = CancelWhenDone(speech._interrupt_fut)
         try:
-            await self._consume(speech, ctx, tool_list, choice, tools, step, step_index)
+            await consume
         except asyncio.CancelledError:
             if guard.end() and not guard.cancelled_from_outside():
                 step.cut = True  # the interrupt stopped the stream
@@ -661,44 +662,6 @@ class AgentActivity:
         for out in kept:
             out.created_at = max(out.created_at, last_call)
         self.record(kept, speech)
-
-
-class _InterruptGuard:
-    """While a speech streams its model's answer in its own task, an interrupt
-    cancels that task; ``end()`` takes the cancellation back once the stream is
-    left. The callback is registered on the interrupt future (never cancelled)."""
-
-    __slots__ = ("_fired", "_live", "_speech", "_task")
-
-    def __init__(self, speech: SpeechHandle) -> None:
-        task = asyncio.current_task()
-        assert task is not None
-        self._task = task
-        self._speech = speech
-        self._live = True
-        self._fired = False
-        speech._interrupt_fut.add_done_callback(self._interrupted)
-
-    def _interrupted(self, _: asyncio.Future[None]) -> None:
-        # Runs from the loop (a future callback), so the task waits at an await of the
-        # stream: the cancellation lands there, inside the guarded section.
-        if self._live:
-            self._fired = True
-            self._task.cancel()
-
-    def end(self) -> bool:
-        """Leave the guarded section; True if the interrupt cancelled the task (that
-        cancellation is taken back)."""
-        if self._live:
-            self._live = False
-            self._speech._interrupt_fut.remove_done_callback(self._interrupted)
-            if self._fired:
-                self._task.uncancel()
-        return self._fired
-
-    def cancelled_from_outside(self) -> bool:
-        """A cancellation of the task that is not the interrupt's (close) stands."""
-        return self._task.cancelling() > 0
 
 
 def _settled(st: CallState) -> bool:

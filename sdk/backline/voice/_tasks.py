@@ -170,6 +170,47 @@ async def done_within(fut: asyncio.Future[Any], timeout: float) -> bool:
     return fut.done()
 
 
+class CancelWhenDone:
+    """Cancels the current task when ``fut`` completes, until ``end()``; ``end()``
+    takes that cancellation back (``Task.uncancel``) and says whether it happened.
+    Another cancellation of the task (``cancelled_from_outside()``) stands.
+
+    The callback runs from the loop, so the task is suspended at an await inside the
+    guarded section when it fires: the cancellation lands there. ``fut`` itself is
+    never cancelled (a speech's interrupt future, waited on by others too).
+    """
+
+    __slots__ = ("_fired", "_fut", "_live", "_task")
+
+    def __init__(self, fut: asyncio.Future[Any]) -> None:
+        task = asyncio.current_task()
+        assert task is not None
+        self._task = task
+        self._fut = fut
+        self._live = True
+        self._fired = False
+        fut.add_done_callback(self._done)
+
+    def _done(self, _: asyncio.Future[Any]) -> None:
+        if self._live:
+            self._fired = True
+            self._task.cancel()
+
+    def end(self) -> bool:
+        """Leave the guarded section; True if ``fut`` cancelled the task (that
+        cancellation is taken back)."""
+        if self._live:
+            self._live = False
+            self._fut.remove_done_callback(self._done)
+            if self._fired:
+                self._task.uncancel()
+        return self._fired
+
+    def cancelled_from_outside(self) -> bool:
+        """Whether a cancellation of the task that is not this guard's is pending."""
+        return self._task.cancelling() > 0
+
+
 async def first_completed(*futures: asyncio.Future[Any]) -> None:
     """Wait until one of ``futures`` is done; never cancels them.
 
