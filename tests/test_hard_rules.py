@@ -578,3 +578,49 @@ async def test_close_drops_buffered_replies_and_never_hangs(
     assert rec.of("tool_reply") == []
     assert len(llm.requests) == 2
     await no_leaked_tasks()
+
+
+async def test_each_user_turn_restarts_a_full_away_window_on_one_loop_timer(
+    virtual_clock: VirtualClock,
+) -> None:
+    """The away timer is lazy: a turn disarms and re-arms the window without
+    touching the loop's timers, and the user still goes away exactly one full
+    window after the last turn ended (not one window after the first arm)."""
+    session = Session(ScriptedLLM(lambda _: text("ok")), user_away_timeout=15)
+    away = user_went_away(session, virtual_clock)
+    await session.start(Assistant())
+    handle = session._away._handle
+    assert session._away.armed and handle is not None
+    for _ in range(3):
+        await asyncio.sleep(4)  # inside the first window
+        await session.run(user_input="still here")
+        assert session._away.armed
+    assert session._away._handle is handle  # the same loop timer, never re-made
+    for _ in range(3):
+        await asyncio.sleep(10)  # past the first loop timer: it re-arms for the window
+        await session.run(user_input="still here")
+    assert away == []
+    last = virtual_clock.now()
+    await asyncio.sleep(40)
+    assert away == [last + 15]
+    assert session.user_state == "away" and not session._away.armed
+    await session.aclose()
+
+
+async def test_a_shorter_timeout_rearms_earlier_and_close_drops_the_loop_timer(
+    virtual_clock: VirtualClock,
+) -> None:
+    session = Session(ScriptedLLM(lambda _: text("ok")), user_away_timeout=30)
+    away = user_went_away(session, virtual_clock)
+    await session.start(Assistant())
+    start = virtual_clock.now()
+    session._away.timeout = 5  # a window shorter than the loop timer already set
+    session._away.cancel()
+    session._refresh()
+    await asyncio.sleep(10)
+    assert away == [start + 5]
+    session.user_started_speaking()
+    session.user_stopped_speaking()
+    assert session._away.armed and session._away._handle is not None
+    await session.aclose()
+    assert not session._away.armed and session._away._handle is None

@@ -206,6 +206,8 @@ class AgentActivity:
                 logger.warning("%s: speech did not finish within %.1fs; stopping it", self, timeout)
 
     def interrupt_all(self, *, force: bool) -> None:
+        if self._current is None and not self._queue:
+            return  # the common case at a user turn: nothing speaks or waits
         for sp in self.speeches():
             if force or sp.allow_interruptions:
                 sp.interrupt(force=force)
@@ -268,6 +270,10 @@ class AgentActivity:
     async def _scheduling_loop(self) -> None:
         me = asyncio.current_task()
         assert me is not None
+        # Once for every speech: this task's context is its own (a tool's task, an
+        # on_enter's, copy theirs), and nothing a speech runs sets these in it.
+        current_call.set(None)
+        current_on_enter.set(None)
         while True:
             while not self._queue or self._paused:
                 await self._wake.wait()
@@ -297,8 +303,6 @@ class AgentActivity:
                 raise asyncio.CancelledError()
 
     async def _run_speech(self, speech: SpeechHandle, work: SpeechWork) -> None:
-        current_call.set(None)
-        current_on_enter.set(None)
         try:
             if not speech.interrupted:
                 await work(speech)

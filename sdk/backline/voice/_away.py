@@ -44,9 +44,12 @@ class AwayTimer:
 
     __slots__ = (
         "_current_owner",
+        "_deadline",
         "_fire",
         "_handle",
+        "_handle_at",
         "_holds",
+        "_loop",
         "_on_change",
         "_should_arm",
         "timeout",
@@ -67,12 +70,20 @@ class AwayTimer:
         self._current_owner = current_owner
         self._fire = fire
         self._holds: set[Hold] | None = None  # made at the first hold
+        # Armed: the loop time the user goes away at. The loop's timer (``_handle``,
+        # due at ``_handle_at``) is lazy: disarming leaves it in place, and re-arming
+        # with a later deadline reuses it; when it comes due early it re-arms for the
+        # deadline. A turn arms and disarms the window; the loop's timer heap is
+        # touched about once per window, not twice per turn.
+        self._deadline: float | None = None
         self._handle: asyncio.TimerHandle | None = None
+        self._handle_at = 0.0
+        self._loop: asyncio.AbstractEventLoop | None = None
         self._on_change: Callable[[], None] | None = None
 
     @property
     def armed(self) -> bool:
-        return self._handle is not None
+        return self._deadline is not None
 
     @property
     def holds(self) -> list[Hold]:
@@ -90,7 +101,8 @@ class AwayTimer:
         if self._holds is None:
             self._holds = set()
         self._holds.add(hold)
-        self._changed()
+        if self._deadline is not None:
+            self._changed()  # a hold can only stop the timer: nothing else to redo
         return hold
 
     def _release(self, hold: Hold) -> None:
@@ -116,18 +128,48 @@ class AwayTimer:
 
     def reevaluate(self) -> None:
         """Arm or cancel the timer from the current inputs (idempotent)."""
-        arm = self.timeout is not None and self.counting_holds() == 0 and self._should_arm()
-        if arm and self._handle is None:
-            assert self.timeout is not None
-            self._handle = asyncio.get_running_loop().call_later(self.timeout, self._expired)
-        elif not arm and self._handle is not None:
-            self.cancel()
+        timeout = self.timeout
+        if timeout is None:
+            return
+        arm = (not self._holds or self.counting_holds() == 0) and self._should_arm()
+        if arm:
+            if self._deadline is None:
+                self._arm(timeout)
+        elif self._deadline is not None:
+            self._deadline = None  # the loop's timer stays, for the next window
+
+    def _arm(self, timeout: float) -> None:
+        loop = self._loop
+        if loop is None:
+            loop = self._loop = asyncio.get_running_loop()
+        deadline = self._deadline = loop.time() + timeout
+        handle = self._handle
+        if handle is None or deadline < self._handle_at:
+            if handle is not None:
+                handle.cancel()
+            self._handle = loop.call_at(deadline, self._due)
+            self._handle_at = deadline
 
     def cancel(self) -> None:
+        """Disarm (the user did something: the next arm starts a full window)."""
+        self._deadline = None
+
+    def stop(self) -> None:
+        """Disarm and drop the loop's timer (the session closes)."""
+        self._deadline = None
         if self._handle is not None:
             self._handle.cancel()
             self._handle = None
 
-    def _expired(self) -> None:
+    def _due(self) -> None:
         self._handle = None
+        deadline = self._deadline
+        if deadline is None:
+            return  # disarmed since
+        if deadline > self._handle_at:
+            assert self._loop is not None
+            self._handle = self._loop.call_at(deadline, self._due)  # re-armed since
+            self._handle_at = deadline
+            return
+        self._deadline = None
         self._fire()

@@ -233,9 +233,11 @@ class EventEmitter:
         listeners = self._listeners.get(name)
         if listeners and callback in listeners:
             listeners.remove(callback)
+            if not listeners:
+                del self._listeners[name]  # a name is a key only while someone listens
 
     def has_listeners(self, name: str) -> bool:
-        return bool(self._listeners.get(name))
+        return name in self._listeners
 
     def emit(self, event: Event) -> None:
         listeners = self._listeners.get(event.type)

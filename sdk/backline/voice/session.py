@@ -215,7 +215,7 @@ class Session(Generic[UserdataT]):
 
     def _wants(self, name: EventName) -> bool:
         """Whether an event would reach anyone: hot paths skip building it otherwise."""
-        return self._active_run is not None or self._emitter.has_listeners(name)
+        return self._active_run is not None or name in self._emitter._listeners
 
     # -- lifecycle --------------------------------------------------------------
     async def __aenter__(self) -> Session[UserdataT]:
@@ -265,7 +265,7 @@ class Session(Generic[UserdataT]):
 
     async def _aclose(self, drain: bool) -> None:
         self._closing = True
-        self._away.cancel()
+        self._away.stop()
         self._refresh()
         error: BaseException | None = None
         try:
@@ -297,7 +297,7 @@ class Session(Generic[UserdataT]):
         finally:
             self._closed = True
             self._pending_turns.clear()  # turns held for a handoff that never comes
-            self._away.cancel()
+            self._away.stop()
             self._refresh()  # the state a closed session reports, and wakes waiters
             if self._started:
                 from ..plugins import _session_hooks
@@ -485,9 +485,9 @@ class Session(Generic[UserdataT]):
             return "initializing"
         if self._closed:
             return "listening"  # nothing speaks or thinks any more
-        cur = activity.current_speech
-        if cur is not None:
-            return "speaking" if cur.phase == "speaking" else "thinking"
+        cur = activity._current
+        if cur is not None and not cur._done:
+            return "speaking" if cur._phase == "speaking" else "thinking"
         return "thinking" if self._has_followup_work() else "listening"
 
     def _work_in_progress(self) -> bool:
@@ -508,12 +508,12 @@ class Session(Generic[UserdataT]):
 
     def _has_followup_work(self) -> bool:
         """Another speech is committed to follow: one rule, used at every speech end."""
-        if self._work_in_progress():
-            return True
+        if self._user_turns or self._handoffs_pending or self._switching or self._pending_turns:
+            return True  # (the first half of _work_in_progress, inline: asked at every refresh)
         activity = self._activity
-        if activity is not None and activity.queued and not activity.paused:
+        if activity is not None and not activity._paused and (activity.entering or activity._queue):
             return True
-        if self._tool_scheduler.owes_reply():
+        if self._tool_runner.scheduler.owes_reply():
             return True
         return self._background is not None and self._background.owes_reply()
 
@@ -551,14 +551,15 @@ class Session(Generic[UserdataT]):
         try:
             while True:
                 self._refresh_again = False
-                new = self._derive_agent_state()
-                if self._closing and self._started and not self._closed:
-                    new = self._agent_state  # no churn while closing; the end is true
                 old = self._agent_state
-                if new != old:
+                new = self._derive_agent_state()
+                if new != old and not (self._closing and self._started and not self._closed):
+                    # (no churn while closing; the end is true)
                     self._agent_state = new
-                    if self._wants("agent_state_changed"):
-                        self.emit(AgentStateChanged(old=old, new=new))
+                    if self._active_run is not None or (
+                        "agent_state_changed" in self._emitter._listeners
+                    ):
+                        self.emit(_state_changed(old, new))
                 self._away.reevaluate()
                 self._changed.notify()
                 if not self._refresh_again:
@@ -674,3 +675,15 @@ class Session(Generic[UserdataT]):
 
     def _flush_pending_turns(self) -> None:
         _handoffs.flush_pending_turns(self)
+
+
+_STATE_EVENTS: dict[tuple[AgentState, AgentState], AgentStateChanged] = {}
+
+
+def _state_changed(old: AgentState, new: AgentState) -> AgentStateChanged:
+    """The event of one state change: events are frozen, so one of each is shared
+    (three per turn, at no cost but a lookup)."""
+    event = _STATE_EVENTS.get((old, new))
+    if event is None:
+        event = _STATE_EVENTS[old, new] = AgentStateChanged(old=old, new=new)
+    return event

@@ -30,8 +30,8 @@ class SpeechHandle:
     __slots__ = (
         "_allow_interruptions",
         "_blocked",
+        "_done",
         "_done_callbacks",
-        "_done_fut",
         "_handoff",
         "_hold_count",
         "_hold_saved",
@@ -52,14 +52,13 @@ class SpeechHandle:
         priority: int = PRIORITY_NORMAL,
         source: str = "generate_reply",
     ) -> None:
-        loop = asyncio.get_running_loop()
         self.id = new_id("speech_")
         self.priority = priority
         self.source = source
         self.chat_items: list[ChatItem] = []
         self._allow_interruptions = allow_interruptions
-        self._interrupt_fut: asyncio.Future[None] = loop.create_future()
-        self._done_fut: asyncio.Future[None] = loop.create_future()
+        self._interrupt_fut: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        self._done = False
         self._done_callbacks: list[Callable[[SpeechHandle], None]] = []
         self._hold_count = 0
         self._hold_saved = allow_interruptions
@@ -96,7 +95,7 @@ class SpeechHandle:
         return self._interrupt_fut.done()
 
     def done(self) -> bool:
-        return self._done_fut.done()
+        return self._done
 
     @property
     def phase(self) -> SpeechPhase:
@@ -105,7 +104,7 @@ class SpeechHandle:
     def interrupt(self, *, force: bool = False) -> None:
         """Stop this speech. Raises ``RuntimeError`` if it disallows interruptions
         and ``force`` is false."""
-        if self.done() or self.interrupted:
+        if self._done or self._interrupt_fut.done():
             return
         if not force and not self._allow_interruptions:
             raise RuntimeError(
@@ -116,7 +115,7 @@ class SpeechHandle:
         self._changed()
 
     def add_done_callback(self, callback: Callable[[SpeechHandle], None]) -> None:
-        if self.done():
+        if self._done:
             asyncio.get_running_loop().call_soon(callback, self)
         else:
             self._done_callbacks.append(callback)
@@ -127,7 +126,7 @@ class SpeechHandle:
 
     async def wait_for_playout(self) -> None:
         """Wait until this speech has finished (played out, interrupted or failed)."""
-        if self._done_fut.done():
+        if self._done:
             return
         # Woken from _mark_done itself (a done callback), never by cancelling anything
         # of the handle: like a shield over the done future, one loop step sooner.
@@ -186,10 +185,10 @@ class SpeechHandle:
             self._on_change(self)
 
     def _mark_done(self) -> None:
-        if self._done_fut.done():
+        if self._done:
             return
         self._phase = "done"
-        self._done_fut.set_result(None)
+        self._done = True
         callbacks, self._done_callbacks = self._done_callbacks, []
         for cb in callbacks:
             try:
