@@ -149,14 +149,13 @@ async def test_a_conversation_is_written_in_full(
     ]
     states = rows(db, "SELECT subject, name, old, new FROM state_changes ORDER BY id")
     agent_states = [new for subject, _, _, new in states if subject == "agent"]
-    assert agent_states == [
-        "listening",
-        "thinking",
-        "speaking",
-        "thinking",
-        "speaking",
-        "listening",
-    ]
+    # Between the two replies the agent listens unless the coder's reply is already
+    # buffered when the first ends (the follow-up rule counts a buffered reply, not a
+    # message the background has yet to answer): both orders are logged faithfully.
+    assert agent_states in (
+        ["listening", "thinking", "speaking", "thinking", "speaking", "listening"],
+        ["listening", "thinking", "speaking", "listening", "thinking", "speaking", "listening"],
+    )
     assert (
         "background_state",
         "coder",

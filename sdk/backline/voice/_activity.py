@@ -482,8 +482,7 @@ class AgentActivity:
                 )
                 self.record([msg], speech)
         for st in step.calls:
-            if not st.preamble.done():
-                st.preamble.set_result(None)
+            st.preamble_played()
         if error is not None:
             logger.error("LLM request failed: %s", error, exc_info=error)
             session.emit(ErrorEvent(error=error, recoverable=True, source="llm"))
@@ -606,13 +605,26 @@ class AgentActivity:
         """Wait for each call to return or to post its first update; an interrupt
         cancels the calls still running (deferred ones keep going)."""
         interrupted = speech._interrupt_fut  # waited on directly: never cancel it
-        pending = [st for st in calls if not _settled(st)]
+        pending = [st for st in calls if not st.settled]
         while pending and not interrupted.done():
-            await first_completed(
-                *(f for st in pending for f in (st.first_update, st.task) if f is not None),
-                interrupted,
-            )
-            pending = [st for st in pending if not _settled(st)]
+            # One future for the step: each call resolves it itself (no done-callback
+            # hop), the interrupt through a callback.
+            waiter: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+            for st in pending:
+                st.waiter = waiter
+
+            def wake(_: asyncio.Future[None], waiter: asyncio.Future[None] = waiter) -> None:
+                if not waiter.done():
+                    waiter.set_result(None)
+
+            interrupted.add_done_callback(wake)
+            try:
+                await waiter
+            finally:
+                interrupted.remove_done_callback(wake)
+                for st in pending:
+                    st.waiter = None
+            pending = [st for st in pending if not st.settled]
         outcomes: list[ToolOutcome] = []
         to_cancel: list[asyncio.Task[Any]] = []
         for st in calls:
@@ -625,8 +637,8 @@ class AgentActivity:
         task = st.task
         assert task is not None
         call = st.call
-        if st.first_update.done():
-            return ToolOutcome(st.first_update.result())
+        if st.first_update is not None:
+            return ToolOutcome(st.first_update)
         if task.done() and not task.cancelled():
             exc = task.exception()
             if exc is None:
@@ -666,12 +678,6 @@ class AgentActivity:
         for out in kept:
             out.created_at = max(out.created_at, last_call)
         self.record(kept, speech)
-
-
-def _settled(st: CallState) -> bool:
-    """The call returned, or posted its first update (the reply can go on)."""
-    assert st.task is not None
-    return st.task.done() or st.first_update.done()
 
 
 def _error_output(call: FunctionCall, text: str) -> FunctionCallOutput:

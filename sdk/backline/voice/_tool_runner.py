@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Set as AbstractSet
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from ..limits import truncate_text
@@ -14,12 +14,12 @@ from ..llm.tool_output import render_tool_output
 from ..llm.tools import FunctionTool, StopResponse, ToolError
 from ._context import current_call
 from ._reply_scheduler import Pending, ReplyScheduler
+from .agent import Agent
 from .events import ReplyStatus, ToolReply, ToolUpdated
 from .run_context import RunContext
 
 if TYPE_CHECKING:
     from ._activity import AgentActivity
-    from .agent import Agent
     from .session import Session
     from .speech_handle import SpeechHandle
 
@@ -59,30 +59,83 @@ class ToolOutcome:
     returned_none: bool = False
 
 
-@dataclass(eq=False)
 class CallState:
-    """One tool call in flight. Lives in the session's tool scope, not the speech's."""
+    """One tool call in flight. Lives in the session's tool scope, not the speech's.
 
-    runner: ToolRunner
-    activity: AgentActivity
-    speech: SpeechHandle
-    call: FunctionCall
-    tool: FunctionTool | None
-    first_update: asyncio.Future[FunctionCallOutput] = field(init=False)
-    preamble: asyncio.Future[None] = field(init=False)
-    task: asyncio.Task[ToolOutcome] | None = None
-    detached: bool = False
-    updates: int = 0
-    run: Any = None
-    _lock: asyncio.Lock = field(default_factory=asyncio.Lock)
+    ``waiter``: the future the speech that made the call awaits while the call runs
+    (shared by the step's calls). The call resolves it itself, as its task ends or
+    as it posts its first update: the speech wakes one loop step sooner than
+    through the task's done callbacks.
+    """
 
-    def __post_init__(self) -> None:
-        loop = asyncio.get_running_loop()
-        self.first_update = loop.create_future()
-        self.preamble = loop.create_future()
+    __slots__ = (
+        "_lock",
+        "_preamble",
+        "activity",
+        "call",
+        "detached",
+        "first_update",
+        "run",
+        "runner",
+        "speech",
+        "task",
+        "tool",
+        "updates",
+        "waiter",
+    )
+
+    def __init__(
+        self,
+        runner: ToolRunner,
+        activity: AgentActivity,
+        speech: SpeechHandle,
+        call: FunctionCall,
+        tool: FunctionTool | None,
+    ) -> None:
+        self.runner = runner
+        self.activity = activity
+        self.speech = speech
+        self.call = call
+        self.tool = tool
+        self.task: asyncio.Task[ToolOutcome] | None = None
+        self.first_update: FunctionCallOutput | None = None  # the item it answers with
+        self.detached = False
+        self.updates = 0
+        self.run: Any = None
+        self.waiter: asyncio.Future[None] | None = None
+        # Made on first use: most calls never wait for the preamble nor post updates.
+        self._preamble: asyncio.Future[None] | bool = False
+        self._lock: asyncio.Lock | None = None
+
+    def __repr__(self) -> str:
+        return f"CallState({self.call.name}, {self.call.call_id})"
+
+    def _wake(self) -> None:
+        waiter = self.waiter
+        if waiter is not None and not waiter.done():
+            waiter.set_result(None)
+
+    @property
+    def settled(self) -> bool:
+        """The call returned, or posted its first update (the reply can go on)."""
+        assert self.task is not None
+        return self.first_update is not None or self.task.done()
+
+    def preamble_played(self) -> None:
+        """The text spoken before this call has played (or there was none)."""
+        pre = self._preamble
+        if pre is False:
+            self._preamble = True
+        elif pre is not True and not pre.done():
+            pre.set_result(None)
 
     async def wait_for_preamble(self) -> None:
-        await asyncio.shield(self.preamble)
+        pre = self._preamble
+        if pre is True:
+            return
+        if pre is False:
+            pre = self._preamble = asyncio.get_running_loop().create_future()
+        await asyncio.shield(pre)
 
     async def post_update(self, message: str) -> None:
         if not isinstance(message, str):
@@ -90,6 +143,8 @@ class CallState:
         runner = self.runner
         cid = self.call.call_id
         message = runner.capped(message, self.call.name, f"an update of tool '{self.call.name}'")
+        if self._lock is None:
+            self._lock = asyncio.Lock()
         async with self._lock:
             if not self.detached:
                 self.detached = True
@@ -101,8 +156,9 @@ class CallState:
                     ),
                 )
                 runner.session.emit(ToolUpdated(call_id=cid, item_id=cid, message=message))
-                if not self.first_update.done():
-                    self.first_update.set_result(item)
+                if self.first_update is None:
+                    self.first_update = item
+                    self._wake()
                 return
             self.updates += 1
             item_id = f"{cid}_update_{self.updates}"
@@ -173,6 +229,7 @@ class ToolRunner:
         def finished(_: asyncio.Task[ToolOutcome]) -> None:
             running.discard(state)
             hold.release()  # whoever owns it now; refreshes the session
+            state._wake()  # a task cancelled before it ran never ran its own wake
 
         task.add_done_callback(finished)
         return state
@@ -194,6 +251,7 @@ class ToolRunner:
                 await self._finish_deferred(state, outcome)
             return outcome
         finally:
+            state._wake()  # the speech goes on (its task is done by the time it runs)
             # The task's context must not keep the call alive once the tool is done:
             # the call holds the task, so that would be a reference cycle (left to the
             # garbage collector, whose passes then dominate with many sessions).
@@ -229,8 +287,6 @@ class ToolRunner:
         return self._classify(call, value)
 
     def _classify(self, call: FunctionCall, value: Any) -> ToolOutcome:
-        from .agent import Agent
-
         handoff: Agent | None = None
         if isinstance(value, Agent):
             handoff, value = value, None
@@ -296,6 +352,8 @@ class ToolRunner:
             if outcome.returned_none:
                 return  # a None return after updates adds nothing
             text, is_error = out.output, out.is_error
+        if state._lock is None:
+            state._lock = asyncio.Lock()
         async with state._lock:
             await self.enqueue_pair(state, f"{cid}_final", text, is_error=is_error)
 
