@@ -473,3 +473,39 @@ async def test_a_closed_session_can_start_again(scripted_llm: ScriptedLLM) -> No
     contents = [getattr(it, "content", None) for it in session.history.items]
     assert contents == ["one", "first life", "two", "second life"]
     await session.aclose()
+
+
+async def test_tools_changed_between_requests_reach_the_next_request() -> None:
+    """The agent's tool map is reused across requests while nothing changes, and
+    rebuilt when the agent's tools are replaced (a tool can change them mid-reply)."""
+
+    @function_tool
+    async def first() -> str:
+        """First."""
+        return "1"
+
+    @function_tool
+    async def second() -> str:
+        """Second."""
+        return "2"
+
+    agent = Assistant(tools=[first])
+
+    @function_tool
+    async def swap() -> str:
+        """Swap the tools."""
+        await agent.update_tools([second, swap])
+        return "swapped"
+
+    await agent.update_tools([first, swap])
+    llm = ScriptedLLM([text("a"), tool_calls(("swap", {})), text("b"), text("c")])
+    async with Session(llm) as session:
+        await session.start(agent)
+        await session.run(user_input="one")
+        activity = session._activity
+        assert activity is not None
+        assert activity.tool_map() is activity.tool_map()  # reused while unchanged
+        await session.run(user_input="two")  # swap runs, then the reply goes on
+        await session.run(user_input="three")
+    names = [r.tool_names for r in llm.requests]
+    assert names == [["first", "swap"], ["first", "swap"], ["second", "swap"], ["second", "swap"]]

@@ -75,6 +75,10 @@ class AgentActivity:
         self._realtime_listener: Callable[[bool], None] | None = None
         self.entering = False  # on_enter is running
         self._loop_task: asyncio.Task[None] | None = None  # every speech runs in it
+        # (the two lists the map was built from, the map, its values) while valid
+        self._tools_cached: (
+            tuple[object, object, dict[str, FunctionTool], list[FunctionTool]] | None
+        ) = None
 
     def __repr__(self) -> str:
         return f"AgentActivity({self.agent.label})"
@@ -108,6 +112,29 @@ class AgentActivity:
         return self.agent.llm or self.session.llm
 
     def tool_map(self) -> dict[str, FunctionTool]:
+        """Every tool this agent sees, by name (read-only: it may be shared)."""
+        agent = self.agent
+        session = self.session
+        if agent._mcp is None and session._mcp is None:
+            # Without MCP servers (whose listings change) the tools change only when
+            # the agent's list is replaced (update_tools): reuse the map until then.
+            bg = session._background
+            agent_tools, bg_tools = agent._tools, None if bg is None else bg.tools
+            cached = self._tools_cached
+            if cached is not None and cached[0] is agent_tools and cached[1] is bg_tools:
+                return cached[2]
+            tools = self._build_tool_map()
+            self._tools_cached = (agent_tools, bg_tools, tools, list(tools.values()))
+            return tools
+        return self._build_tool_map()
+
+    def _tool_list(self, tools: dict[str, FunctionTool]) -> list[FunctionTool]:
+        cached = self._tools_cached
+        if cached is not None and cached[2] is tools:
+            return cached[3]
+        return list(tools.values())
+
+    def _build_tool_map(self) -> dict[str, FunctionTool]:
         tools = {t.name: t for t in self.session._all_session_tools()}
         for t in self.agent._tools:
             tools[t.name] = t
@@ -177,6 +204,8 @@ class AgentActivity:
 
     @property
     def realtime_busy(self) -> bool:
+        if self._realtime_listener is None:
+            return False  # no realtime model (asked whenever the away timer would arm)
         rt = self.agent.realtime or self.session.realtime
         return bool(
             rt is not None and self._realtime_listener is not None and rt.background_work_running
@@ -250,12 +279,9 @@ class AgentActivity:
             assert speech._user_turn is not None
             to.agent._chat_ctx.insert([speech._user_turn])
             speech._on_change = to._speech_changed
-            heapq.heappush(to._queue, (-speech.priority, next(_seq), speech, to._answer_turn))
+            heapq.heappush(to._queue, (-speech.priority, next(_seq), speech, to.reply_work))
         to._wake.notify()
         self.session._refresh()
-
-    async def _answer_turn(self, speech: SpeechHandle) -> None:
-        await self.reply_work(speech, instructions=None, tool_choice=None)
 
     def _speech_changed(self, speech: SpeechHandle) -> None:
         if speech.interrupted and speech is not self._current and not speech.done():
@@ -285,8 +311,20 @@ class AgentActivity:
                 # The speech runs in this task (no task per speech): close cancels
                 # this loop, and with it the speech, as it would cancel the speech's
                 # own task.
-                await self._run_speech(speech, work)
+                if not speech._interrupt_fut.done():
+                    await work(speech)
+            except asyncio.CancelledError:
+                if me.cancelling():
+                    raise  # this loop is cancelled (close): the speech ends with it
+                # A CancelledError nobody asked this task for (a future the speech
+                # awaited was cancelled, e.g. an output's playout replaced by a new
+                # segment): it ends this speech only, as it ended its own task before.
+                logger.debug("speech %s ended by a cancelled future", speech.id)
+            except Exception as e:
+                logger.exception("speech %s failed", speech.id)
+                self.session.emit(ErrorEvent(error=e, recoverable=True, source="speech"))
             finally:
+                speech._mark_done()
                 self._current = None
                 # The handoff the speech owes is requested (or released, when closing)
                 # even if this loop is cancelled the moment the speech ends.
@@ -301,24 +339,6 @@ class AgentActivity:
                 # asyncio.wait_for does when its future ends at the same moment): close
                 # stands all the same.
                 raise asyncio.CancelledError()
-
-    async def _run_speech(self, speech: SpeechHandle, work: SpeechWork) -> None:
-        try:
-            if not speech.interrupted:
-                await work(speech)
-        except asyncio.CancelledError:
-            task = asyncio.current_task()
-            if task is not None and task.cancelling():
-                raise  # this loop is cancelled (close): the speech ends with it
-            # A CancelledError nobody asked this task for (a future the speech awaited
-            # was cancelled, e.g. an output's playout replaced by a new segment): it
-            # ends this speech only, as it ended the speech's own task before.
-            logger.debug("speech %s ended by a cancelled future", speech.id)
-        except Exception as e:
-            logger.exception("speech %s failed", speech.id)
-            self.session.emit(ErrorEvent(error=e, recoverable=True, source="speech"))
-        finally:
-            speech._mark_done()
 
     # -- recording --------------------------------------------------------------
     def record(self, items: list[ChatItem], speech: SpeechHandle | None) -> None:
@@ -382,8 +402,8 @@ class AgentActivity:
         self,
         speech: SpeechHandle,
         *,
-        instructions: str | None,
-        tool_choice: ToolChoice | None,
+        instructions: str | None = None,
+        tool_choice: ToolChoice | None = None,
     ) -> None:
         steps: list[_Step] = []
         try:
@@ -461,14 +481,12 @@ class AgentActivity:
         """One LLM request, its playout and its calls' start; False if it failed."""
         session = self.session
         tools = self.tool_map()
-        ctx = self.agent.chat_ctx
+        ctx = self.agent._chat_ctx
         if instructions:
             ctx = ctx.copy()
             ctx.insert(ChatMessage(role="system", content=instructions))
-        tool_list = [] if choice == "none" else list(tools.values())
-        error = await self._consume_until_interrupted(
-            speech, step, self._consume(speech, ctx, tool_list, choice, tools, step, step_index)
-        )
+        tool_list = [] if choice == "none" else self._tool_list(tools)
+        error = await self._consume(speech, ctx, tool_list, choice, tools, step, step_index)
         if step.text:
             result = await self._playout(speech)
             if result.text or not result.interrupted:
@@ -493,18 +511,84 @@ class AgentActivity:
             return False
         return True
 
-    async def _consume_until_interrupted(
-        self, speech: SpeechHandle, step: _Step, consume: Coroutine[Any, Any, None]
+    async def _consume(
+        self,
+        speech: SpeechHandle,
+        ctx: Any,
+        tool_list: list[FunctionTool],
+        choice: ToolChoice | None,
+        tools: dict[str, FunctionTool],
+        step: _Step,
+        step_index: int,
     ) -> BaseException | None:
-        """Run ``consume`` (the model's stream) in this task, no task per request; an
-        interrupt cancels the stream where it waits. Returns the error the request
+        """One request: the model's stream runs in this task (no task per request),
+        and an interrupt cancels it where it waits. Returns the error the request
         failed with (None when it completed or was interrupted)."""
         if speech._interrupt_fut.done():
-            consume.close()
             return None
         guard = CancelWhenDone(speech._interrupt_fut)
         try:
-            await consume
+            session = self.session
+            output = session._output
+            runner = session._tool_runner
+            llm = self.agent._llm or session._llm
+            clock = asyncio.get_running_loop().time
+            # Timed only when someone listens for the request's metrics (a run() does).
+            timed = session._wants("llm_metrics")
+            started = clock() if timed else 0.0
+            first: float | None = None
+            status: Literal["completed", "cancelled", "failed"] = "failed"
+            stream = llm.chat(ctx, tools=tool_list, tool_choice=choice)
+            try:
+                async with stream:
+                    async for chunk in stream:
+                        if isinstance(chunk, TextDelta):
+                            if first is None:
+                                first = clock()
+                            if not chunk.text:
+                                continue
+                            if step.text_at is None:
+                                step.text_at = time.time()
+                                output.begin_segment(speech.id)
+                                speech._set_phase("speaking")
+                            step.text.append(chunk.text)
+                            output.write(chunk.text)
+                        elif isinstance(chunk, ToolCallChunk):
+                            if first is None:
+                                first = clock()
+                            if step_index >= session.max_tool_steps:
+                                step.over_limit = True
+                                continue
+                            call = FunctionCall(
+                                call_id=runner.unique_call_id(chunk.call_id, chunk.name),
+                                name=chunk.name,
+                                arguments=chunk.arguments,
+                            )
+                            self.record([call], speech)
+                            step.calls.append(runner.start(self, speech, call, tools))
+                        elif isinstance(chunk, Usage):
+                            step.usage = chunk
+                        elif first is None:
+                            first = clock()
+                status = "completed"
+            except asyncio.CancelledError:
+                status = "cancelled"
+                raise
+            finally:
+                if step.text_at is not None:
+                    output.flush()
+                if timed and session._wants("llm_metrics"):
+                    session.emit(
+                        llm_metrics(
+                            llm,
+                            speech.id,
+                            started=started,
+                            first=first,
+                            ended=clock(),
+                            usage=step.usage,
+                            status=status,
+                        )
+                    )
         except asyncio.CancelledError:
             if guard.end() and not guard.cancelled_from_outside():
                 step.cut = True  # the interrupt stopped the stream
@@ -525,78 +609,6 @@ class AgentActivity:
         if guard.cancelled_from_outside():
             raise asyncio.CancelledError()  # a stream that swallowed close's cancellation
         return None
-
-    async def _consume(
-        self,
-        speech: SpeechHandle,
-        ctx: Any,
-        tool_list: list[FunctionTool],
-        choice: ToolChoice | None,
-        tools: dict[str, FunctionTool],
-        step: _Step,
-        step_index: int,
-    ) -> None:
-        session = self.session
-        output = session.output
-        runner = session._tool_runner
-        llm = self.llm
-        clock = asyncio.get_running_loop().time
-        # Timed only when someone listens for the request's metrics (a run() does).
-        timed = session._wants("llm_metrics")
-        started = clock() if timed else 0.0
-        first: float | None = None
-        status: Literal["completed", "cancelled", "failed"] = "failed"
-        stream = llm.chat(ctx, tools=tool_list, tool_choice=choice)
-        try:
-            async with stream:
-                async for chunk in stream:
-                    if isinstance(chunk, TextDelta):
-                        if first is None:
-                            first = clock()
-                        if not chunk.text:
-                            continue
-                        if step.text_at is None:
-                            step.text_at = time.time()
-                            output.begin_segment(speech.id)
-                            speech._set_phase("speaking")
-                        step.text.append(chunk.text)
-                        output.write(chunk.text)
-                    elif isinstance(chunk, ToolCallChunk):
-                        if first is None:
-                            first = clock()
-                        if step_index >= session.max_tool_steps:
-                            step.over_limit = True
-                            continue
-                        call = FunctionCall(
-                            call_id=runner.unique_call_id(chunk.call_id, chunk.name),
-                            name=chunk.name,
-                            arguments=chunk.arguments,
-                        )
-                        self.record([call], speech)
-                        step.calls.append(runner.start(self, speech, call, tools))
-                    elif isinstance(chunk, Usage):
-                        step.usage = chunk
-                    elif first is None:
-                        first = clock()
-            status = "completed"
-        except asyncio.CancelledError:
-            status = "cancelled"
-            raise
-        finally:
-            if step.text_at is not None:
-                output.flush()
-            if timed and session._wants("llm_metrics"):
-                session.emit(
-                    llm_metrics(
-                        llm,
-                        speech.id,
-                        started=started,
-                        first=first,
-                        ended=clock(),
-                        usage=step.usage,
-                        status=status,
-                    )
-                )
 
     async def _say_inline(self, speech: SpeechHandle, text: str) -> None:
         await self.say_work(speech, text, True)

@@ -353,6 +353,10 @@ class Session(Generic[UserdataT]):
         if user_input is not None:
             activity.record([ChatMessage(role="user", content=user_input)], None)
 
+        if instructions is None and tool_choice is None:
+            activity.schedule(speech, activity.reply_work)  # (a user turn's reply)
+            return speech
+
         async def work(sp: SpeechHandle) -> None:
             await activity.reply_work(sp, instructions=instructions, tool_choice=tool_choice)
 
