@@ -78,7 +78,7 @@ def error(
     )
 
 
-@dataclass
+@dataclass(slots=True)
 class LLMRequest:
     """What the runtime asked: a copy of the context, the tools, the tool choice."""
 
@@ -168,36 +168,38 @@ class ScriptedLLM:
             self.requests.append(request)
         return LLMStream(self._stream(request))
 
-    async def _next_response(self, request: LLMRequest) -> ScriptedResponse:
-        if self._responder is not None:
-            got = self._responder(request)
+    def _next_scripted(self, request: LLMRequest) -> ScriptedResponse | str:
+        if self._queue:
+            return self._queue.popleft()
+        raise LLMError(
+            f"ScriptedLLM: no response scripted for request #{request.index}; "
+            "push() more responses or pass a callable"
+        )
+
+    async def _stream(self, request: LLMRequest) -> AsyncGenerator[ChatChunk, None]:
+        responder = self._responder
+        got: Any
+        if responder is not None:
+            got = responder(request)
             # Checked by type first: isawaitable's ABC check is slow, once per request.
             if type(got) is not ScriptedResponse and inspect.isawaitable(got):
                 got = await got
-        elif self._queue:
-            got = self._queue.popleft()
         else:
-            raise LLMError(
-                f"ScriptedLLM: no response scripted for request #{request.index}; "
-                "push() more responses or pass a callable"
-            )
-        return text(got) if isinstance(got, str) else got
-
-    async def _stream(self, request: LLMRequest) -> AsyncGenerator[ChatChunk, None]:
-        response = await self._next_response(request)
+            got = self._next_scripted(request)
+        response: ScriptedResponse = text(got) if isinstance(got, str) else got
         if response.delay:
             await asyncio.sleep(response.delay)
         if response.error is not None and not response.text:
             raise response.error
-        pieces, words = _split(response.text, response.chunk_size)
+        deltas, words = _split(response.text, response.chunk_size)
         if response.chunk_delay:
-            for i, piece in enumerate(pieces):
+            for i, delta in enumerate(deltas):
                 if i:
                     await asyncio.sleep(response.chunk_delay)
-                yield TextDelta(piece)
+                yield delta
         else:
-            for piece in pieces:
-                yield TextDelta(piece)
+            for delta in deltas:
+                yield delta
         if response.error is not None:
             raise response.error
         for call in response.tool_calls:
@@ -221,9 +223,11 @@ class ScriptedLLM:
 
 
 @functools.lru_cache(maxsize=256)
-def _split(content: str, size: int) -> tuple[tuple[str, ...], int]:
-    """The chunks of a scripted text and its word count (a script repeats its texts)."""
-    return (tuple(_chunks(content, size)) if content else ()), len(content.split())
+def _split(content: str, size: int) -> tuple[tuple[TextDelta, ...], int]:
+    """The deltas of a scripted text and its word count (a script repeats its texts;
+    deltas are frozen, so each is made once)."""
+    deltas = tuple(TextDelta(c) for c in _chunks(content, size)) if content else ()
+    return deltas, len(content.split())
 
 
 def _chunks(content: str, size: int) -> list[str]:

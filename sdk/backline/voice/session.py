@@ -563,9 +563,12 @@ class Session(Generic[UserdataT]):
                     if self._active_run is not None or (
                         "agent_state_changed" in self._emitter._listeners
                     ):
-                        self.emit(_state_changed(old, new))
-                self._away.reevaluate()
-                self._changed.notify()
+                        self.emit(_STATE_EVENTS.get((old, new)) or _state_changed(old, new))
+                away = self._away
+                if self._agent_state == "listening" or away._deadline is not None:
+                    away.reevaluate()  # (otherwise it could neither arm nor disarm)
+                if self._changed._waiters:
+                    self._changed.notify()
                 if not self._refresh_again:
                     break
         finally:
