@@ -43,7 +43,7 @@ DRAIN_TIMEOUT = 5.0
 _seq = itertools.count()
 
 
-@dataclass
+@dataclass(slots=True)
 class _Step:
     """What one LLM request of a reply produced."""
 
@@ -405,70 +405,62 @@ class AgentActivity:
         instructions: str | None = None,
         tool_choice: ToolChoice | None = None,
     ) -> None:
-        steps: list[_Step] = []
+        """A reply: model requests, their playout and their tool steps, until the
+        model answers without calls (or stops, fails, is interrupted, hands off)."""
+        step: _Step | None = None
         try:
-            await self._reply_steps(speech, instructions, tool_choice, steps)
-        except asyncio.CancelledError:
-            # Cancelled (close): every call in the history still gets its output.
-            if steps and not steps[-1].settled:
-                self._abandon_calls(steps[-1].calls, speech)
-            raise
-
-    async def _reply_steps(
-        self,
-        speech: SpeechHandle,
-        instructions: str | None,
-        tool_choice: ToolChoice | None,
-        steps: list[_Step],
-    ) -> None:
-        session = self.session
-        choice = tool_choice
-        step_index = 0
-        interrupted = speech._interrupt_fut.done
-        while not interrupted():
-            speech._set_phase("thinking")
-            step = _Step()
-            steps.append(step)
-            if not await self._generate_step(speech, instructions, choice, step_index, step):
-                return  # the model failed; reported already
-            if interrupted():
-                await self._cancel_calls(step.calls, speech)
+            session = self.session
+            choice = tool_choice
+            step_index = 0
+            interrupted = speech._interrupt_fut.done
+            while not interrupted():
+                speech._set_phase("thinking")
+                step = _Step()
+                if not await self._generate_step(speech, instructions, choice, step_index, step):
+                    return  # the model failed; reported already
+                if interrupted():
+                    await self._cancel_calls(step.calls, speech)
+                    step.settled = True
+                    return
+                if not step.calls:
+                    if step.over_limit:
+                        await self._say_inline(speech, session.max_tool_steps_message)
+                    return
+                speech._set_phase("thinking")
+                outcomes = await self._await_calls(step.calls, speech)
+                outputs = [o.output for o in outcomes]
+                self._record_outputs(step.calls, outputs, speech)
                 step.settled = True
-                return
-            if not step.calls:
+                if session._wants("function_tools_executed"):
+                    session.emit(
+                        FunctionToolsExecuted(calls=[st.call for st in step.calls], outputs=outputs)
+                    )
+                handoffs = [o.handoff for o in outcomes if o.handoff is not None]
+                if handoffs:
+                    if len(handoffs) > 1:
+                        logger.warning("several tools handed off in one step; the last one wins")
+                    speech._handoff = handoffs[-1]
+                    # Owed from now on: the speech ends before the loop requests the
+                    # handoff, and the agent must not blip to "listening" in between.
+                    session._handoffs_pending += 1
+                    return
+                if interrupted():
+                    return
+                if isinstance(self.agent, AgentTask) and self.agent.done():
+                    return  # the task completed: its caller takes the conversation back
+                if all(o.stop_response for o in outcomes):
+                    return
                 if step.over_limit:
                     await self._say_inline(speech, session.max_tool_steps_message)
-                return
-            speech._set_phase("thinking")
-            outcomes = await self._await_calls(step.calls, speech)
-            outputs = [o.output for o in outcomes]
-            self._record_outputs(step.calls, outputs, speech)
-            step.settled = True
-            if session._wants("function_tools_executed"):
-                session.emit(
-                    FunctionToolsExecuted(calls=[st.call for st in step.calls], outputs=outputs)
-                )
-            handoffs = [o.handoff for o in outcomes if o.handoff is not None]
-            if handoffs:
-                if len(handoffs) > 1:
-                    logger.warning("several tools handed off in one step; the last one wins")
-                speech._handoff = handoffs[-1]
-                # Owed from now on: the speech ends before the loop requests the
-                # handoff, and the agent must not blip to "listening" in between.
-                session._handoffs_pending += 1
-                return
-            if interrupted():
-                return
-            if isinstance(self.agent, AgentTask) and self.agent.done():
-                return  # the task completed: its caller takes the conversation back
-            if all(o.stop_response for o in outcomes):
-                return
-            if step.over_limit:
-                await self._say_inline(speech, session.max_tool_steps_message)
-                return
-            step_index += 1
-            if choice == "required" or isinstance(choice, NamedToolChoice):
-                choice = "auto"
+                    return
+                step_index += 1
+                if choice == "required" or isinstance(choice, NamedToolChoice):
+                    choice = "auto"
+        except asyncio.CancelledError:
+            # Cancelled (close): every call in the history still gets its output.
+            if step is not None and not step.settled:
+                self._abandon_calls(step.calls, speech)
+            raise
 
     async def _generate_step(
         self,

@@ -50,7 +50,6 @@ class AwayTimer:
         "_handle_at",
         "_holds",
         "_loop",
-        "_on_change",
         "_should_arm",
         "timeout",
     )
@@ -79,7 +78,6 @@ class AwayTimer:
         self._handle: asyncio.TimerHandle | None = None
         self._handle_at = 0.0
         self._loop: asyncio.AbstractEventLoop | None = None
-        self._on_change: Callable[[], None] | None = None
 
     @property
     def armed(self) -> bool:
@@ -102,13 +100,13 @@ class AwayTimer:
             self._holds = set()
         self._holds.add(hold)
         if self._deadline is not None:
-            self._changed()  # a hold can only stop the timer: nothing else to redo
+            self.reevaluate()  # a hold can only stop the timer
         return hold
 
     def _release(self, hold: Hold) -> None:
         if self._holds is not None and hold in self._holds:
             self._holds.remove(hold)
-            self._changed()
+            self.reevaluate()
 
     def move_holds(self, old: AgentActivity, new: AgentActivity | None) -> None:
         """Every hold ``old`` owns now belongs to ``new`` (``old`` closed for good)."""
@@ -118,12 +116,6 @@ class AwayTimer:
                 hold.owner = new
                 moved = True
         if moved:
-            self._changed()
-
-    def _changed(self) -> None:
-        if self._on_change is not None:
-            self._on_change()
-        else:
             self.reevaluate()
 
     def reevaluate(self) -> None:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Coroutine
+from collections.abc import Callable, Coroutine
 from typing import Any, TypeVar
 
 logger = logging.getLogger("backline")
@@ -38,8 +38,14 @@ class TaskScope:
         return len(self._tasks) if self._tasks is not None else 0
 
     def create_task(
-        self, coro: Coroutine[Any, Any, T], *, name: str | None = None
+        self,
+        coro: Coroutine[Any, Any, T],
+        *,
+        name: str | None = None,
+        done: Callable[[asyncio.Task[T]], None] | None = None,
     ) -> asyncio.Task[T]:
+        """A task of this scope; ``done(task)`` runs when it ends, in the scope's own
+        done callback (one loop callback per task, not two)."""
         if self._closed:
             coro.close()
             raise RuntimeError(f"{self._name} is closed")
@@ -47,7 +53,15 @@ class TaskScope:
         if self._tasks is None:
             self._tasks = set()
         self._tasks.add(task)
-        task.add_done_callback(self._discard)
+        if done is None:
+            task.add_done_callback(self._discard)
+        else:
+
+            def ended(t: asyncio.Task[T]) -> None:
+                self._discard(t)
+                done(t)
+
+            task.add_done_callback(ended)
         return task
 
     def _discard(self, task: asyncio.Task[Any]) -> None:

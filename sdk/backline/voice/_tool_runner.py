@@ -223,15 +223,18 @@ class ToolRunner:
         if running is None:
             running = self._running = set()
         running.add(state)
-        task = self.session._tool_scope.create_task(self._run(state), name=f"tool {call.name}")
-        state.task = task
+        session = self.session
 
         def finished(_: asyncio.Task[ToolOutcome]) -> None:
             running.discard(state)
-            hold.release()  # whoever owns it now; refreshes the session
+            hold.release()  # whoever owns it now
             state._wake()  # a task cancelled before it ran never ran its own wake
+            if state.detached:
+                session._refresh()  # a run() waits for the deferred tools it started
 
-        task.add_done_callback(finished)
+        state.task = session._tool_scope.create_task(
+            self._run(state), name=f"tool {call.name}", done=finished
+        )
         return state
 
     async def _run(self, state: CallState) -> ToolOutcome:

@@ -136,7 +136,6 @@ class Session(Generic[UserdataT]):
             current_owner=lambda: self._activity,
             fire=self._user_went_away,
         )
-        self._away._on_change = self._refresh
         self._tool_runner = ToolRunner(self)
 
     @property
