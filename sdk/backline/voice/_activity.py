@@ -18,7 +18,6 @@ from ._context import current_call, current_on_enter
 from ._metrics import llm_metrics
 from ._tasks import (
     CancelWhenDone,
-    Signal,
     TaskScope,
     cancel_and_wait,
     done_within,
@@ -65,7 +64,7 @@ class AgentActivity:
         self._scope = TaskScope(f"activity {agent.label}")
         self._queue: list[tuple[int, int, SpeechHandle, SpeechWork]] = []
         self._current: SpeechHandle | None = None
-        self._wake = Signal()
+        self._wake: asyncio.Future[None] | None = None  # the idle loop waits on it
         self._paused = False
         self._draining = False
         self._closed = False
@@ -217,7 +216,7 @@ class AgentActivity:
 
     def resume(self) -> None:
         self._paused = False
-        self._wake.notify()
+        self._notify()
         self.session._refresh()
 
     async def drain(self, timeout: float = DRAIN_TIMEOUT) -> None:
@@ -261,9 +260,11 @@ class AgentActivity:
             raise RuntimeError(f"{self.agent.label} is no longer active; cannot schedule speech")
         speech._on_change = self._speech_changed
         heapq.heappush(self._queue, (-speech.priority, next(_seq), speech, work))
-        self.session._speech_created(speech)
-        self._wake.notify()
-        self.session._refresh()
+        session = self.session
+        if session._active_run is not None or "speech_created" in session._emitter._listeners:
+            session._speech_created(speech)
+        self._notify()
+        session._refresh()
 
     def hand_over_user_turns(self, to: AgentActivity) -> None:
         """Replies to user turns that have not started move to ``to``, the inline
@@ -280,8 +281,14 @@ class AgentActivity:
             to.agent._chat_ctx.insert([speech._user_turn])
             speech._on_change = to._speech_changed
             heapq.heappush(to._queue, (-speech.priority, next(_seq), speech, to.reply_work))
-        to._wake.notify()
+        to._notify()
         self.session._refresh()
+
+    def _notify(self) -> None:
+        """Wake the scheduling loop if it waits (it re-checks the queue)."""
+        wake = self._wake
+        if wake is not None and not wake.done():
+            wake.set_result(None)
 
     def _speech_changed(self, speech: SpeechHandle) -> None:
         if speech.interrupted and speech is not self._current and not speech.done():
@@ -302,7 +309,11 @@ class AgentActivity:
         current_on_enter.set(None)
         while True:
             while not self._queue or self._paused:
-                await self._wake.wait()
+                wake = self._wake = asyncio.get_running_loop().create_future()
+                try:
+                    await wake
+                finally:
+                    self._wake = None
             _, _, speech, work = heapq.heappop(self._queue)
             if speech.done():
                 continue
@@ -324,7 +335,7 @@ class AgentActivity:
                 logger.exception("speech %s failed", speech.id)
                 self.session.emit(ErrorEvent(error=e, recoverable=True, source="speech"))
             finally:
-                speech._mark_done()
+                speech._mark_done(notify=False)  # (the refresh below covers it)
                 self._current = None
                 # The handoff the speech owes is requested (or released, when closing)
                 # even if this loop is cancelled the moment the speech ends.
@@ -518,7 +529,7 @@ class AgentActivity:
         failed with (None when it completed or was interrupted)."""
         if speech._interrupt_fut.done():
             return None
-        guard = CancelWhenDone(speech._interrupt_fut)
+        guard = CancelWhenDone(speech._interrupt_fut, self._loop_task)
         try:
             session = self.session
             output = session._output

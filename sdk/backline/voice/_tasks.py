@@ -196,9 +196,11 @@ class CancelWhenDone:
 
     __slots__ = ("_fired", "_fut", "_live", "_task")
 
-    def __init__(self, fut: asyncio.Future[Any]) -> None:
-        task = asyncio.current_task()
-        assert task is not None
+    def __init__(self, fut: asyncio.Future[Any], task: asyncio.Task[Any] | None = None) -> None:
+        """``task``: the current task, when the caller knows it (saves looking it up)."""
+        if task is None:
+            task = asyncio.current_task()
+            assert task is not None
         self._task = task
         self._fut = fut
         self._live = True

@@ -22,10 +22,14 @@ if TYPE_CHECKING:
 logger = logging.getLogger("backline")
 
 
-def start_user_turn(session: Session[Any], text: str) -> None:
+def start_user_turn(
+    session: Session[Any], text: str, activity: AgentActivity | None = None
+) -> None:
     """Interrupt the agent when allowed, then process the turn (in order) and reply."""
-    activity = session._require_activity()
-    activity.interrupt_all(force=False)
+    if activity is None:
+        activity = session._require_activity()
+    if activity._current is not None or activity._queue:
+        activity.interrupt_all(force=False)
     run = session._active_run
     if not session._user_turns and _default_hook(activity.agent):
         # Nothing to wait for (no earlier turn in progress, no hook to run): the turn

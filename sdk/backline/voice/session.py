@@ -343,10 +343,12 @@ class Session(Generic[UserdataT]):
         priority: int = PRIORITY_NORMAL,
         user_turn: ChatMessage | None = None,
     ) -> SpeechHandle:
+        if allow_interruptions is None:  # (Session._allow, inline: once per turn)
+            allow_interruptions = activity.agent._allow_interruptions
+            if allow_interruptions is None:
+                allow_interruptions = True
         speech = SpeechHandle(
-            allow_interruptions=self._allow(activity, allow_interruptions),
-            source=source,
-            priority=priority,
+            allow_interruptions=allow_interruptions, source=source, priority=priority
         )
         speech._user_turn = user_turn
         if user_input is not None:
@@ -405,13 +407,13 @@ class Session(Generic[UserdataT]):
     def push_user_turn(self, text: str) -> None:
         """A final user turn (text or a final transcript): interrupts the agent when
         allowed, then the current agent replies."""
-        self._require_activity()
+        activity = self._require_activity()
         self._user_activity()
         if self._switching or self._handoffs_pending:
             self._pending_turns.append(text)
             self._refresh()
             return
-        self._start_user_turn(text)
+        _user_turns.start_user_turn(self, text, activity)
 
     def _start_user_turn(self, text: str) -> None:
         _user_turns.start_user_turn(self, text)

@@ -184,7 +184,9 @@ class SpeechHandle:
         if self._on_change is not None:
             self._on_change(self)
 
-    def _mark_done(self) -> None:
+    def _mark_done(self, *, notify: bool = True) -> None:
+        """Done: wake its waiters; ``notify=False``: without telling the activity (its
+        scheduling loop, which refreshes the session right after)."""
         if self._done:
             return
         self._phase = "done"
@@ -197,4 +199,5 @@ class SpeechHandle:
                 import logging
 
                 logging.getLogger("backline").exception("a speech done-callback raised")
-        self._changed()
+        if notify:
+            self._changed()
