@@ -23,7 +23,7 @@ from ._tasks import (
     done_within,
     first_completed,
 )
-from ._tool_runner import CANCELLED_OUTPUT, CallState, ToolOutcome
+from ._tool_runner import CANCELLED_OUTPUT, CallState, ToolOutcome, error_output
 from .agent import Agent, AgentTask
 from .events import ErrorEvent, FunctionToolsExecuted
 from .io import PlayoutResult, TextOutput
@@ -659,10 +659,10 @@ class AgentActivity:
             if exc is None:
                 return task.result()
             logger.error("tool %r failed", call.name, exc_info=exc)
-            return ToolOutcome(_error_output(call, f"Tool '{call.name}' failed unexpectedly."))
+            return ToolOutcome(error_output(call, f"Tool '{call.name}' failed unexpectedly."))
         if not task.done():
             to_cancel.append(task)
-        return ToolOutcome(_error_output(call, CANCELLED_OUTPUT))
+        return ToolOutcome(error_output(call, CANCELLED_OUTPUT))
 
     def _abandon_calls(self, calls: list[CallState], speech: SpeechHandle) -> None:
         """Record an output for each call now, without waiting: the ones still
@@ -693,7 +693,3 @@ class AgentActivity:
         for out in kept:
             out.created_at = max(out.created_at, last_call)
         self.record(kept, speech)
-
-
-def _error_output(call: FunctionCall, text: str) -> FunctionCallOutput:
-    return FunctionCallOutput(call_id=call.call_id, name=call.name, output=text, is_error=True)

@@ -49,7 +49,7 @@ TOOL_REPLY_MAYBE_COVERED = (
 _NO_CALLS: frozenset[Any] = frozenset()
 
 
-@dataclass
+@dataclass(slots=True)
 class ToolOutcome:
     """How a call ended, as far as the speech that made it is concerned."""
 
@@ -263,19 +263,15 @@ class ToolRunner:
     async def _invoke(self, state: CallState, run_ctx: RunContext[Any]) -> ToolOutcome:
         call = state.call
         tool = state.tool
-
-        def error(text: str) -> ToolOutcome:
-            return ToolOutcome(
-                FunctionCallOutput(call_id=call.call_id, name=call.name, output=text, is_error=True)
-            )
-
         if tool is None:
             known = ", ".join(sorted(state.activity.tool_map())) or "none"
-            return error(f"Unknown tool '{call.name}'. Available tools: {known}.")
+            return _error(call, f"Unknown tool '{call.name}'. Available tools: {known}.")
         try:
             value = await tool.invoke(call.arguments, run_ctx)
         except ToolError as e:
-            return error(self.capped(e.message, call.name, f"the error of tool '{call.name}'"))
+            return _error(
+                call, self.capped(e.message, call.name, f"the error of tool '{call.name}'")
+            )
         except StopResponse:
             # The call is in the history already: it gets an output like any other.
             return ToolOutcome(
@@ -286,10 +282,15 @@ class ToolRunner:
             raise
         except Exception as e:
             logger.exception("tool %r raised", call.name)
-            return error(f"Tool '{call.name}' failed with an unexpected {type(e).__name__}.")
+            return _error(call, f"Tool '{call.name}' failed with an unexpected {type(e).__name__}.")
         return self._classify(call, value)
 
     def _classify(self, call: FunctionCall, value: Any) -> ToolOutcome:
+        if type(value) is str and len(value) <= self.session.limits.max_tool_output_chars:
+            # The common return, as render_tool_output would give it back.
+            return ToolOutcome(
+                FunctionCallOutput(call_id=call.call_id, name=call.name, output=value)
+            )
         handoff: Agent | None = None
         if isinstance(value, Agent):
             handoff, value = value, None
@@ -382,3 +383,12 @@ class ToolRunner:
     def owed_by_run(self, run: Any) -> bool:
         """Whether a deferred tool started during ``run`` is still working."""
         return any(st.detached and st.run is run for st in self.running)
+
+
+def error_output(call: FunctionCall, text: str) -> FunctionCallOutput:
+    """The output of a call that failed (the model reads ``text``)."""
+    return FunctionCallOutput(call_id=call.call_id, name=call.name, output=text, is_error=True)
+
+
+def _error(call: FunctionCall, text: str) -> ToolOutcome:
+    return ToolOutcome(error_output(call, text))
