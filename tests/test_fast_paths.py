@@ -199,3 +199,27 @@ async def test_turns_leave_no_reference_cycles() -> None:
                     await session.wait_for_idle()
                     await session.run(user_input=kind)
     assert leaked == []
+
+
+# -- an output's text hook is skipped only where it is the default's no-op -------------
+
+
+async def test_an_output_that_overrides_on_text_gets_every_delta() -> None:
+    class Seen(TextOutput):
+        def __init__(self) -> None:
+            super().__init__()
+            self.deltas: list[str] = []
+
+        def on_text(self, text: str) -> None:
+            self.deltas.append(text)
+
+    class Deeper(Seen):  # inherits the override
+        pass
+
+    for cls in (Seen, Deeper):
+        out = cls()
+        async with Session(ScriptedLLM([text("one two three")]), output=out) as session:
+            await session.start(Agent("Hi."))
+            await session.run(user_input="go")
+        assert out.deltas == ["one ", "two ", "three"]
+    assert not TextOutput._text_hook and Seen._text_hook and Deeper._text_hook

@@ -546,7 +546,7 @@ class AgentActivity:
                 async with stream:
                     async for chunk in stream:
                         if isinstance(chunk, TextDelta):
-                            if first is None:
+                            if timed and first is None:
                                 first = clock()
                             if not chunk.text:
                                 continue
@@ -557,7 +557,7 @@ class AgentActivity:
                             step.text.append(chunk.text)
                             output.write(chunk.text)
                         elif isinstance(chunk, ToolCallChunk):
-                            if first is None:
+                            if timed and first is None:
                                 first = clock()
                             if step_index >= session.max_tool_steps:
                                 step.over_limit = True
@@ -571,7 +571,7 @@ class AgentActivity:
                             step.calls.append(runner.start(self, speech, call, tools))
                         elif isinstance(chunk, Usage):
                             step.usage = chunk
-                        elif first is None:
+                        elif timed and first is None:
                             first = clock()
                 status = "completed"
             except asyncio.CancelledError:

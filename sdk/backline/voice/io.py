@@ -28,6 +28,14 @@ class TextOutput:
     was written so far.
     """
 
+    # Whether a class overrides ``on_text`` (the default does nothing: the runtime
+    # writes several deltas per reply and skips calling it then).
+    _text_hook = False
+
+    def __init_subclass__(cls, **kwargs: object) -> None:
+        super().__init_subclass__(**kwargs)
+        cls._text_hook = cls.on_text is not TextOutput.on_text
+
     def __init__(self) -> None:
         self._speech_id: str | None = None
         self._parts: list[str] = []
@@ -46,7 +54,8 @@ class TextOutput:
         if self._speech_id is None or not text:
             return
         self._parts.append(text)
-        self.on_text(text)
+        if self._text_hook:
+            self.on_text(text)
 
     def flush(self) -> None:
         if self._speech_id is not None:
