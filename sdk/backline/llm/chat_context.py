@@ -174,18 +174,22 @@ class ChatContext:
                 self._by_id = by_id
                 return batch.copy()
             items = batch
-        added: list[ChatItem] = []
-        for item in items:
-            if item.id in self._by_id:
-                continue
-            lst = self._items
-            if not lst or lst[-1].created_at <= item.created_at:
-                lst.append(item)
-            else:
-                lst.insert(bisect.bisect_right(lst, item.created_at, key=_created_at), item)
-            self._by_id[item.id] = item
-            added.append(item)
-        return added
+        add = self._add
+        return [item for item in items if add(item)]
+
+    def _add(self, item: ChatItem) -> bool:
+        """Insert one item by ``created_at``; False if its id is there already."""
+        by_id = self._by_id
+        item_id = item.id
+        if item_id in by_id:
+            return False
+        lst = self._items
+        if not lst or lst[-1].created_at <= item.created_at:
+            lst.append(item)
+        else:
+            lst.insert(bisect.bisect_right(lst, item.created_at, key=_created_at), item)
+        by_id[item_id] = item
+        return True
 
     def add_message(
         self,

@@ -354,7 +354,10 @@ class AgentActivity:
     # -- recording --------------------------------------------------------------
     def record(self, items: list[ChatItem], speech: SpeechHandle | None) -> None:
         """Add items to this agent's context, the history, and the speech."""
-        self.agent._chat_ctx.insert(items)
+        if len(items) == 1:
+            self.agent._chat_ctx._add(items[0])  # (the usual case: one item at a time)
+        else:
+            self.agent._chat_ctx.insert(items)
         self.session._add_to_history(items)
         if speech is not None:
             speech.chat_items.extend(items)

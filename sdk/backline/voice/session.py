@@ -621,10 +621,14 @@ class Session(Generic[UserdataT]):
 
     # -- history and targets ----------------------------------------------------
     def _add_to_history(self, items: Iterable[ChatItem]) -> None:
-        added = self._history.insert(items)
-        if self._wants("conversation_item_added"):
-            for item in added:
-                self.emit(ConversationItemAdded(item=item))
+        if self._active_run is None and "conversation_item_added" not in self._emitter._listeners:
+            if type(items) is list and len(items) == 1:
+                self._history._add(items[0])  # (the usual case, with nobody listening)
+            else:
+                self._history.insert(items)
+            return
+        for item in self._history.insert(items):
+            self.emit(ConversationItemAdded(item=item))
 
     def _target_agent(self) -> Agent:
         if self._activity is None:

@@ -59,7 +59,7 @@ class SpeechHandle:
         self._allow_interruptions = allow_interruptions
         self._interrupt_fut: asyncio.Future[None] = asyncio.get_running_loop().create_future()
         self._done = False
-        self._done_callbacks: list[Callable[[SpeechHandle], None]] = []
+        self._done_callbacks: list[Callable[[SpeechHandle], None]] | None = None  # at first
         self._hold_count = 0
         self._hold_saved = allow_interruptions
         self._phase: SpeechPhase = "queued"
@@ -118,11 +118,14 @@ class SpeechHandle:
         if self._done:
             asyncio.get_running_loop().call_soon(callback, self)
         else:
+            if self._done_callbacks is None:
+                self._done_callbacks = []
             self._done_callbacks.append(callback)
 
     def remove_done_callback(self, callback: Callable[[SpeechHandle], None]) -> None:
-        if callback in self._done_callbacks:
-            self._done_callbacks.remove(callback)
+        callbacks = self._done_callbacks
+        if callbacks and callback in callbacks:
+            callbacks.remove(callback)
 
     async def wait_for_playout(self) -> None:
         """Wait until this speech has finished (played out, interrupted or failed)."""
@@ -136,6 +139,8 @@ class SpeechHandle:
             if not waiter.done():
                 waiter.set_result(None)
 
+        if self._done_callbacks is None:
+            self._done_callbacks = []
         self._done_callbacks.append(wake)
         try:
             await waiter
@@ -191,8 +196,8 @@ class SpeechHandle:
             return
         self._phase = "done"
         self._done = True
-        callbacks, self._done_callbacks = self._done_callbacks, []
-        for cb in callbacks:
+        callbacks, self._done_callbacks = self._done_callbacks, None
+        for cb in callbacks or ():
             try:
                 cb(self)
             except Exception:
