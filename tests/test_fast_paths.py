@@ -223,3 +223,23 @@ async def test_an_output_that_overrides_on_text_gets_every_delta() -> None:
             await session.run(user_input="go")
         assert out.deltas == ["one ", "two ", "three"]
     assert not TextOutput._text_hook and Seen._text_hook and Deeper._text_hook
+    assert not Seen._segment_hook and not Seen._playout_hook
+
+
+async def test_an_output_that_overrides_segment_and_playout_hooks_gets_them() -> None:
+    class Hooked(TextOutput):
+        def __init__(self) -> None:
+            super().__init__()
+            self.calls: list[str] = []
+
+        def on_segment_start(self, speech_id: str) -> None:
+            self.calls.append("start")
+
+        def on_playout(self, result: Any) -> None:
+            self.calls.append(f"played {result.text!r}")
+
+    out = Hooked()
+    async with Session(ScriptedLLM([text("one two")]), output=out) as session:
+        await session.start(Agent("Hi."))
+        await session.run(user_input="go")
+    assert out.calls == ["start", "played 'one two'"]

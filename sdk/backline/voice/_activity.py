@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
 from ..llm.chat_context import ChatItem, ChatMessage, FunctionCall, FunctionCallOutput
-from ..llm.llm import LLM, TextDelta, ToolCallChunk, Usage
+from ..llm.llm import LLM, LLMStream, TextDelta, ToolCallChunk, Usage
 from ..llm.tools import FunctionTool, NamedToolChoice, ToolChoice
 from ._context import current_call, current_on_enter
 from ._metrics import llm_metrics
@@ -545,8 +545,9 @@ class AgentActivity:
             first: float | None = None
             status: Literal["completed", "cancelled", "failed"] = "failed"
             stream = llm.chat(ctx, tools=tool_list, tool_choice=choice)
+            ended = False
             try:
-                async with stream:
+                try:
                     async for chunk in stream:
                         if isinstance(chunk, TextDelta):
                             if timed and first is None:
@@ -576,6 +577,12 @@ class AgentActivity:
                             step.usage = chunk
                         elif timed and first is None:
                             first = clock()
+                    ended = True
+                finally:
+                    # Closed as ``async with`` would; a plain LLMStream that ran to its
+                    # end has nothing left to close (one request, several awaits fewer).
+                    if not ended or type(stream) is not LLMStream:
+                        await stream.aclose()
                 status = "completed"
             except asyncio.CancelledError:
                 status = "cancelled"

@@ -28,13 +28,17 @@ class TextOutput:
     was written so far.
     """
 
-    # Whether a class overrides ``on_text`` (the default does nothing: the runtime
-    # writes several deltas per reply and skips calling it then).
+    # Whether a class overrides these hooks (the defaults do nothing: on every reply
+    # the runtime skips calling them then).
     _text_hook = False
+    _segment_hook = False
+    _playout_hook = False
 
     def __init_subclass__(cls, **kwargs: object) -> None:
         super().__init_subclass__(**kwargs)
         cls._text_hook = cls.on_text is not TextOutput.on_text
+        cls._segment_hook = cls.on_segment_start is not TextOutput.on_segment_start
+        cls._playout_hook = cls.on_playout is not TextOutput.on_playout
 
     def __init__(self) -> None:
         self._speech_id: str | None = None
@@ -48,7 +52,8 @@ class TextOutput:
         self._speech_id = speech_id
         self._parts = []
         self._playout = asyncio.get_running_loop().create_future()
-        self.on_segment_start(speech_id)
+        if self._segment_hook:
+            self.on_segment_start(speech_id)
 
     def write(self, text: str) -> None:
         if self._speech_id is None or not text:
@@ -92,7 +97,8 @@ class TextOutput:
             finished_at=asyncio.get_running_loop().time(),
         )
         fut.set_result(result)
-        self.on_playout(result)
+        if self._playout_hook:
+            self.on_playout(result)
 
     def on_segment_start(self, speech_id: str) -> None:
         """A new segment begins."""
