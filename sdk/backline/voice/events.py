@@ -214,7 +214,9 @@ class EventEmitter:
     logged and the others still run.
     """
 
-    _listeners: dict[str, list[Callable[[Any], Any]]] = field(default_factory=dict)
+    # A tuple per name, replaced (not changed) by on/off: emit iterates it as it is,
+    # and a callback that registers or removes one mid-emit affects the next emit.
+    _listeners: dict[str, tuple[Callable[[Any], Any], ...]] = field(default_factory=dict)
 
     def on(self, name: EventName, callback: F | None = None) -> Any:
         """Register ``callback`` for ``name``; usable as a decorator."""
@@ -224,7 +226,7 @@ class EventEmitter:
             )
 
         def register(cb: F) -> F:
-            self._listeners.setdefault(name, []).append(cb)
+            self._listeners[name] = (*self._listeners.get(name, ()), cb)
             return cb
 
         return register(callback) if callback is not None else register
@@ -232,8 +234,11 @@ class EventEmitter:
     def off(self, name: EventName, callback: Callable[[Any], Any]) -> None:
         listeners = self._listeners.get(name)
         if listeners and callback in listeners:
-            listeners.remove(callback)
-            if not listeners:
+            i = listeners.index(callback)
+            rest = listeners[:i] + listeners[i + 1 :]
+            if rest:
+                self._listeners[name] = rest
+            else:
                 del self._listeners[name]  # a name is a key only while someone listens
 
     def has_listeners(self, name: str) -> bool:
@@ -243,7 +248,7 @@ class EventEmitter:
         listeners = self._listeners.get(event.type)
         if not listeners:
             return
-        for cb in list(listeners):
+        for cb in listeners:
             try:
                 cb(event)
             except Exception:

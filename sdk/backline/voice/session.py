@@ -442,10 +442,11 @@ class Session(Generic[UserdataT]):
         if self._user_state == "away":
             self._set_user_state("listening")
         else:
-            # Restart the window: cancel now; the _refresh that push_user_turn ends
-            # with re-arms a full window if the timer may still run (saves arming a
-            # timer that the turn's own state change cancels at once).
-            self._away.cancel()
+            # Restart the window: disarm now (AwayTimer.cancel, inline); the refresh
+            # that push_user_turn ends with re-arms a full window if the timer may
+            # still run (saves arming a timer that the turn's own state change
+            # disarms at once).
+            self._away._deadline = None
 
     def _user_went_away(self) -> None:
         if not self._closing:
@@ -561,10 +562,11 @@ class Session(Generic[UserdataT]):
                 if new != old and not (self._closing and self._started and not self._closed):
                     # (no churn while closing; the end is true)
                     self._agent_state = new
-                    if self._active_run is not None or (
-                        "agent_state_changed" in self._emitter._listeners
-                    ):
+                    if self._active_run is not None:
                         self.emit(_STATE_EVENTS.get((old, new)) or _state_changed(old, new))
+                    elif "agent_state_changed" in self._emitter._listeners:
+                        event = _STATE_EVENTS.get((old, new)) or _state_changed(old, new)
+                        self._emitter.emit(event)  # (what emit does with no run())
                 away = self._away
                 if self._agent_state == "listening" or away._deadline is not None:
                     away.reevaluate()  # (otherwise it could neither arm nor disarm)

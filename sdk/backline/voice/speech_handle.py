@@ -171,7 +171,8 @@ class SpeechHandle:
             self._phase = phase
             if old == "queued" and phase == "thinking":
                 return  # nothing derived changes: a queued speech already reads as thinking
-            self._changed()
+            if self._on_change is not None:
+                self._on_change(self)
 
     def _block(self) -> None:
         self._blocked += 1
