@@ -291,12 +291,13 @@ class AgentActivity:
             wake.set_result(None)
 
     def _speech_changed(self, speech: SpeechHandle) -> None:
-        if speech.interrupted and speech is not self._current and not speech.done():
+        current = self._current
+        if speech._interrupt_fut.done() and speech is not current and not speech._done:
             self._queue = [q for q in self._queue if q[2] is not speech]
             heapq.heapify(self._queue)
             speech._mark_done()
             return  # _mark_done notifies again
-        if speech is self._current and speech.done():
+        if speech is current and speech._done:
             return  # the scheduling loop refreshes as it lets the speech go
         self.session._refresh()
 
@@ -315,7 +316,7 @@ class AgentActivity:
                 finally:
                     self._wake = None
             _, _, speech, work = heapq.heappop(self._queue)
-            if speech.done():
+            if speech._done:
                 continue
             self._current = speech
             try:
