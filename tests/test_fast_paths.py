@@ -243,3 +243,16 @@ async def test_an_output_that_overrides_segment_and_playout_hooks_gets_them() ->
         await session.start(Agent("Hi."))
         await session.run(user_input="go")
     assert out.calls == ["start", "played 'one two'"]
+
+
+def test_the_fast_playout_result_is_the_dataclass_it_stands_for() -> None:
+    from dataclasses import FrozenInstanceError, fields
+
+    from backline.voice.io import PlayoutResult, _playout_result
+
+    fast = _playout_result("s1", "hello", True, 2.5)
+    slow = PlayoutResult(speech_id="s1", text="hello", interrupted=True, finished_at=2.5)
+    assert fast == slow and hash(fast) == hash(slow) and repr(fast) == repr(slow)
+    assert [f.name for f in fields(PlayoutResult)] == list(vars(fast))  # every field set
+    with pytest.raises(FrozenInstanceError):
+        fast.text = "changed"  # type: ignore[misc]
