@@ -256,3 +256,40 @@ def test_the_fast_playout_result_is_the_dataclass_it_stands_for() -> None:
     assert [f.name for f in fields(PlayoutResult)] == list(vars(fast))  # every field set
     with pytest.raises(FrozenInstanceError):
         fast.text = "changed"  # type: ignore[misc]
+
+
+async def test_the_playout_wait_is_made_only_when_someone_waits_first() -> None:
+    import asyncio
+
+    out = TextOutput()
+    with pytest.raises(RuntimeError, match="no output segment"):
+        await out.wait_for_playout()
+    out.begin_segment("s1")
+    out.write("one ")
+    out.flush()  # instant: reported at once, no future made
+    assert out._playout is None
+    first = await out.wait_for_playout()
+    assert (first.speech_id, first.text, first.interrupted) == ("s1", "one ", False)
+    out.clear()  # reported already: nothing to clear
+    out.report_playout("again", interrupted=True)  # a second report is ignored
+    assert await out.wait_for_playout() is first
+
+    class Slow(TextOutput):
+        def on_flush(self) -> None:
+            pass  # reports later
+
+    slow = Slow()
+    slow.begin_segment("s2")
+    slow.write("two")
+    waiting = asyncio.ensure_future(slow.wait_for_playout())
+    await asyncio.sleep(0)
+    slow.flush()
+    slow.report_playout("tw", interrupted=True)
+    result = await waiting
+    assert (result.speech_id, result.text, result.interrupted) == ("s2", "tw", True)
+    slow.begin_segment("s3")  # a wait on a segment that a new one replaces is cancelled
+    stale = asyncio.ensure_future(slow.wait_for_playout())
+    await asyncio.sleep(0)
+    slow.begin_segment("s4")
+    with pytest.raises(asyncio.CancelledError):
+        await stale

@@ -366,13 +366,17 @@ class AgentActivity:
     # -- output -----------------------------------------------------------------
     async def _playout(self, speech: SpeechHandle) -> PlayoutResult:
         """Wait for the current output segment to play, or cut it if interrupted."""
-        output = self.session.output
+        output = self.session._output
         playout: asyncio.Future[PlayoutResult]
-        own = output._playout
-        if own is not None and type(output).wait_for_playout is TextOutput.wait_for_playout:
-            # The default wait is a shield over this future: wait on it directly (and
-            # never cancel it), one task and several loop steps fewer per segment.
-            playout, owned = own, False
+        if output._speech_id is not None and (
+            type(output).wait_for_playout is TextOutput.wait_for_playout
+        ):
+            # The default wait is a shield over the segment's future: wait on it
+            # directly (and never cancel it), one task and several loop steps fewer
+            # per segment; none at all when the output reported already (instant).
+            if output._result is not None:
+                return output._result
+            playout, owned = output._playout_future(), False
         else:
             playout, owned = asyncio.ensure_future(output.wait_for_playout()), True
         interrupted = speech._interrupt_fut  # waited on directly: never cancel it

@@ -59,15 +59,20 @@ class TextOutput:
     def __init__(self) -> None:
         self._speech_id: str | None = None
         self._parts: list[str] = []
+        # The current segment's result once reported; the future a wait is woken by,
+        # made only when someone waits before the report (an instant output never).
+        self._result: PlayoutResult | None = None
         self._playout: asyncio.Future[PlayoutResult] | None = None
 
     # -- called by the runtime -------------------------------------------------
     def begin_segment(self, speech_id: str) -> None:
-        if self._playout is not None and not self._playout.done():
-            self._playout.cancel()
+        if self._playout is not None:
+            if not self._playout.done():
+                self._playout.cancel()  # the previous segment's wait ends (cancelled)
+            self._playout = None
         self._speech_id = speech_id
         self._parts = []
-        self._playout = asyncio.get_running_loop().create_future()
+        self._result = None
         if self._segment_hook:
             self.on_segment_start(speech_id)
 
@@ -83,13 +88,24 @@ class TextOutput:
             self.on_flush()
 
     def clear(self) -> None:
-        if self._speech_id is not None and self._playout is not None and not self._playout.done():
+        if self._speech_id is not None and self._result is None:
             self.on_clear()
 
     async def wait_for_playout(self) -> PlayoutResult:
-        if self._playout is None:
+        if self._speech_id is None:
             raise RuntimeError("no output segment was started")
-        return await asyncio.shield(self._playout)
+        if self._result is not None:
+            return self._result
+        return await asyncio.shield(self._playout_future())
+
+    def _playout_future(self) -> asyncio.Future[PlayoutResult]:
+        """The current segment's playout, as a future (made on first use)."""
+        fut = self._playout
+        if fut is None:
+            fut = self._playout = asyncio.get_running_loop().create_future()
+            if self._result is not None:
+                fut.set_result(self._result)
+        return fut
 
     # -- for implementations ---------------------------------------------------
     @property
@@ -103,13 +119,14 @@ class TextOutput:
 
     def report_playout(self, text: str, *, interrupted: bool) -> None:
         """Call when the current segment's playout ended, with the delivered text."""
-        fut = self._playout
-        if fut is None or fut.done() or self._speech_id is None:
-            return
-        result = _playout_result(
+        if self._speech_id is None or self._result is not None:
+            return  # no segment, or it was reported already
+        result = self._result = _playout_result(
             self._speech_id, text, interrupted, asyncio.get_running_loop().time()
         )
-        fut.set_result(result)
+        fut = self._playout
+        if fut is not None and not fut.done():
+            fut.set_result(result)
         if self._playout_hook:
             self.on_playout(result)
 
