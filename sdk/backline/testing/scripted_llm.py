@@ -158,13 +158,15 @@ class ScriptedLLM:
         tool_choice: ToolChoice | None = None,
     ) -> LLMStream:
         self._n += 1
+        record = self._record
         request = LLMRequest(
-            chat_ctx=chat_ctx.copy() if self._record else chat_ctx,
-            tools=list(tools),
+            chat_ctx=chat_ctx.copy() if record else chat_ctx,
+            # Kept requests get copies; unkept ones (benchmarks) the runtime's own list.
+            tools=list(tools) if record or type(tools) is not list else tools,
             tool_choice=tool_choice,
             index=self._n,
         )
-        if self._record:
+        if record:
             self.requests.append(request)
         return LLMStream(self._stream(request))
 
