@@ -261,7 +261,7 @@ class AgentActivity:
         speech._on_change = self._speech_changed
         heapq.heappush(self._queue, (-speech.priority, next(_seq), speech, work))
         session = self.session
-        if session._active_run is not None or "speech_created" in session._emitter._listeners:
+        if session._wants("speech_created"):
             session._speech_created(speech)
         self._notify()
         session._refresh()

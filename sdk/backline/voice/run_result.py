@@ -117,9 +117,11 @@ class RunResult:
         s = self._session
         if s._work_in_progress():
             return False
-        if any(not (sp.done() or sp._is_blocked) for sp in self._watched):
-            return False
-        if s._tool_scheduler.owes_reply_for(self) or s._tool_runner.owed_by_run(self):
+        for sp in self._watched:
+            if not sp._done and not sp._blocked:
+                return False
+        runner = s._tool_runner
+        if runner.scheduler.owes_reply_for(self) or (runner._running and runner.owed_by_run(self)):
             return False
         return not (s._background is not None and s._background.owes_reply_for(self))
 

@@ -213,8 +213,11 @@ class Session(Generic[UserdataT]):
         self._emitter.emit(event)
 
     def _wants(self, name: EventName) -> bool:
-        """Whether an event would reach anyone: hot paths skip building it otherwise."""
-        return self._active_run is not None or name in self._emitter._listeners
+        """Whether an event would reach anyone (a listener, or a run() that collects
+        it): hot paths skip building it otherwise."""
+        return name in self._emitter._listeners or (
+            self._active_run is not None and name in _RUN_EVENTS
+        )
 
     # -- lifecycle --------------------------------------------------------------
     async def __aenter__(self) -> Session[UserdataT]:
@@ -562,11 +565,10 @@ class Session(Generic[UserdataT]):
                 if new != old and not (self._closing and self._started and not self._closed):
                     # (no churn while closing; the end is true)
                     self._agent_state = new
-                    if self._active_run is not None:
-                        self.emit(_STATE_EVENTS.get((old, new)) or _state_changed(old, new))
-                    elif "agent_state_changed" in self._emitter._listeners:
+                    if "agent_state_changed" in self._emitter._listeners:
+                        # (to the listeners only: a run() does not collect states)
                         event = _STATE_EVENTS.get((old, new)) or _state_changed(old, new)
-                        self._emitter.emit(event)  # (what emit does with no run())
+                        self._emitter.emit(event)
                 away = self._away
                 if self._agent_state == "listening" or away._deadline is not None:
                     away.reevaluate()  # (otherwise it could neither arm nor disarm)
@@ -623,7 +625,7 @@ class Session(Generic[UserdataT]):
 
     # -- history and targets ----------------------------------------------------
     def _add_to_history(self, items: Iterable[ChatItem]) -> None:
-        if self._active_run is None and "conversation_item_added" not in self._emitter._listeners:
+        if not self._wants("conversation_item_added"):
             if type(items) is list and len(items) == 1:
                 self._history._add(items[0])  # (the usual case, with nobody listening)
             else:
@@ -638,8 +640,8 @@ class Session(Generic[UserdataT]):
         return self._activity.agent
 
     def _speech_created(self, speech: SpeechHandle) -> None:
-        if self._wants("speech_created"):
-            self.emit(SpeechCreated(speech=speech, source=speech.source))  # type: ignore[arg-type]
+        """Emit ``speech_created`` (the caller checked ``_wants`` first)."""
+        self.emit(SpeechCreated(speech=speech, source=speech.source))  # type: ignore[arg-type]
 
     def _watch_in_active_run(self, speech: SpeechHandle) -> None:
         if self._active_run is not None:
@@ -690,6 +692,10 @@ class Session(Generic[UserdataT]):
     def _flush_pending_turns(self) -> None:
         _handoffs.flush_pending_turns(self)
 
+
+# The events a run() collects (RunResult._on_event): the others are built for it only
+# when someone listens.
+_RUN_EVENTS = frozenset({"conversation_item_added", "agent_handoff", "speech_created", "error"})
 
 _STATE_EVENTS: dict[tuple[AgentState, AgentState], AgentStateChanged] = {}
 
