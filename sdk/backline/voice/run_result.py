@@ -6,7 +6,13 @@ import json
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal, TypeAlias
 
-from ..llm.chat_context import AgentHandoff, ChatMessage, FunctionCall, FunctionCallOutput
+from ..llm.chat_context import (
+    AgentHandoff,
+    ChatItem,
+    ChatMessage,
+    FunctionCall,
+    FunctionCallOutput,
+)
 from .events import AgentHandoffEvent, ConversationItemAdded, ErrorEvent, Event, SpeechCreated
 
 if TYPE_CHECKING:
@@ -87,18 +93,7 @@ class RunResult:
     # -- collection -------------------------------------------------------------
     def _on_event(self, event: Event) -> None:
         if isinstance(event, ConversationItemAdded):
-            item = event.item
-            if item.id in self._input_ids:
-                return
-            if isinstance(item, ChatMessage):
-                if item.role not in ("system", "developer"):
-                    self._events.append(MessageEvent(item))
-            elif isinstance(item, FunctionCall):
-                self._events.append(FunctionCallEvent(item))
-            elif isinstance(item, FunctionCallOutput):
-                self._events.append(FunctionCallOutputEvent(item))
-            else:
-                self._events.append(AgentHandoffRunEvent(item))
+            self._on_item(event.item)
         elif isinstance(event, AgentHandoffEvent):
             for ev in reversed(self._events):
                 if isinstance(ev, AgentHandoffRunEvent) and ev.new_agent is None:
@@ -108,6 +103,21 @@ class RunResult:
             self._watch(event.speech)
         elif isinstance(event, ErrorEvent):
             self.errors.append(event.error)
+
+    def _on_item(self, item: ChatItem) -> None:
+        """An item entered the history (the session calls this directly when nobody
+        listens for ``conversation_item_added``)."""
+        if item.id in self._input_ids:
+            return
+        if isinstance(item, ChatMessage):
+            if item.role not in ("system", "developer"):
+                self._events.append(MessageEvent(item))
+        elif isinstance(item, FunctionCall):
+            self._events.append(FunctionCallEvent(item))
+        elif isinstance(item, FunctionCallOutput):
+            self._events.append(FunctionCallOutputEvent(item))
+        else:
+            self._events.append(AgentHandoffRunEvent(item))
 
     def _watch(self, speech: SpeechHandle) -> None:
         if speech not in self._watched:

@@ -625,14 +625,17 @@ class Session(Generic[UserdataT]):
 
     # -- history and targets ----------------------------------------------------
     def _add_to_history(self, items: Iterable[ChatItem]) -> None:
-        if not self._wants("conversation_item_added"):
-            if type(items) is list and len(items) == 1:
-                self._history._add(items[0])  # (the usual case, with nobody listening)
-            else:
-                self._history.insert(items)
-            return
-        for item in self._history.insert(items):
-            self.emit(ConversationItemAdded(item=item))
+        run = self._active_run
+        if "conversation_item_added" in self._emitter._listeners:
+            for item in self._history.insert(items):
+                self.emit(ConversationItemAdded(item=item))  # (a run gets it from emit)
+        elif run is not None:
+            for item in self._history.insert(items):
+                run._on_item(item)  # only the run collects it: no event to build
+        elif type(items) is list and len(items) == 1:
+            self._history._add(items[0])  # (the usual case, with nobody listening)
+        else:
+            self._history.insert(items)
 
     def _target_agent(self) -> Agent:
         if self._activity is None:
@@ -641,7 +644,10 @@ class Session(Generic[UserdataT]):
 
     def _speech_created(self, speech: SpeechHandle) -> None:
         """Emit ``speech_created`` (the caller checked ``_wants`` first)."""
-        self.emit(SpeechCreated(speech=speech, source=speech.source))  # type: ignore[arg-type]
+        if "speech_created" in self._emitter._listeners:
+            self.emit(SpeechCreated(speech=speech, source=speech.source))  # type: ignore[arg-type]
+        elif self._active_run is not None:
+            self._active_run._watch(speech)  # only the run collects it: no event to build
 
     def _watch_in_active_run(self, speech: SpeechHandle) -> None:
         if self._active_run is not None:
