@@ -127,12 +127,6 @@ class AgentActivity:
             return tools
         return self._build_tool_map()
 
-    def _tool_list(self, tools: dict[str, FunctionTool]) -> list[FunctionTool]:
-        cached = self._tools_cached
-        if cached is not None and cached[2] is tools:
-            return cached[3]
-        return list(tools.values())
-
     def _build_tool_map(self) -> dict[str, FunctionTool]:
         tools = {t.name: t for t in self.session._all_session_tools()}
         for t in self.agent._tools:
@@ -496,7 +490,14 @@ class AgentActivity:
         if instructions:
             ctx = ctx.copy()
             ctx.insert(ChatMessage(role="system", content=instructions))
-        tool_list = [] if choice == "none" else self._tool_list(tools)
+        if choice == "none":
+            tool_list: list[FunctionTool] = []
+        else:
+            cached = self._tools_cached  # the map's own list, while the map is current
+            if cached is not None and cached[2] is tools:
+                tool_list = cached[3]
+            else:
+                tool_list = list(tools.values())
         error = await self._consume(speech, ctx, tool_list, choice, tools, step, step_index)
         if step.text:
             result = await self._playout(speech)

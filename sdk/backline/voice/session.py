@@ -410,8 +410,17 @@ class Session(Generic[UserdataT]):
     def push_user_turn(self, text: str) -> None:
         """A final user turn (text or a final transcript): interrupts the agent when
         allowed, then the current agent replies."""
-        activity = self._require_activity()
-        self._user_activity()
+        activity = self._activity
+        if activity is None or self._closing:
+            activity = self._require_activity()  # (raises, saying why)
+        if self._user_state == "away":
+            self._set_user_state("listening")
+        else:
+            # Restart the window: disarm now (AwayTimer.cancel, inline); the refresh
+            # that push_user_turn ends with re-arms a full window if the timer may
+            # still run (saves arming a timer that the turn's own state change
+            # disarms at once).
+            self._away._deadline = None
         if self._switching or self._handoffs_pending:
             self._pending_turns.append(text)
             self._refresh()
@@ -440,16 +449,6 @@ class Session(Generic[UserdataT]):
             return
         self._set_user_state("listening")
         self._refresh()
-
-    def _user_activity(self) -> None:
-        if self._user_state == "away":
-            self._set_user_state("listening")
-        else:
-            # Restart the window: disarm now (AwayTimer.cancel, inline); the refresh
-            # that push_user_turn ends with re-arms a full window if the timer may
-            # still run (saves arming a timer that the turn's own state change
-            # disarms at once).
-            self._away._deadline = None
 
     def _user_went_away(self) -> None:
         if not self._closing:
