@@ -203,3 +203,29 @@ async def test_a_cancellation_that_lands_as_the_cleared_playout_ends_stops_the_a
         assert activity._loop_task.cancelled()
     finally:
         await asyncio.wait_for(session.aclose(), GUARD)
+
+
+async def test_an_interrupt_landing_as_a_stream_ends_never_cuts_the_next_speech() -> None:
+    """The speech loop keeps one stream guard. An interrupt whose callback is still
+    queued when the interrupted stream ends (and the next speech's stream starts in
+    the same loop step) must not cancel that next stream."""
+    session: Session[Any]
+
+    def respond(request: Any) -> Any:
+        if request.index == 1:
+            session.push_user_turn("next")  # interrupts this reply, queues the next
+            return text("first reply")  # streamed without a pause: ends at once
+        return text("second reply", delay=1.0)  # waits: a stale callback would run now
+
+    with virtual_clock():
+        session = Session(ScriptedLLM(respond), output=TextOutput())
+        async with session:
+            await session.start(Agent("Hi."))
+            session.push_user_turn("go")
+            assert await session.wait_for_idle(timeout=GUARD)
+            replies = [
+                (it.content, it.interrupted)
+                for it in session.history.items
+                if isinstance(it, ChatMessage) and it.role == "assistant"
+            ]
+    assert replies[-1] == ("second reply", False)

@@ -46,8 +46,7 @@ _seq = itertools.count()
 class _Step:
     """What one LLM request of a reply produced."""
 
-    text: list[str] = field(default_factory=list)
-    text_at: float | None = None
+    text_at: float | None = None  # when its text began (None: the step said nothing)
     calls: list[CallState] = field(default_factory=list)
     over_limit: bool = False
     usage: Usage | None = None
@@ -74,6 +73,7 @@ class AgentActivity:
         self._realtime_listener: Callable[[bool], None] | None = None
         self.entering = False  # on_enter is running
         self._loop_task: asyncio.Task[None] | None = None  # every speech runs in it
+        self._guard: CancelWhenDone | None = None  # its model streams' (one at a time)
         # (the two lists the map was built from, the map, its values) while valid
         self._tools_cached: (
             tuple[object, object, dict[str, FunctionTool], list[FunctionTool]] | None
@@ -499,7 +499,7 @@ class AgentActivity:
             else:
                 tool_list = list(tools.values())
         error = await self._consume(speech, ctx, tool_list, choice, tools, step, step_index)
-        if step.text:
+        if step.text_at is not None:
             result = await self._playout(speech)
             if result.text or not result.interrupted:
                 msg = ChatMessage(
@@ -538,7 +538,12 @@ class AgentActivity:
         failed with (None when it completed or was interrupted)."""
         if speech._interrupt_fut.done():
             return None
-        guard = CancelWhenDone(speech._interrupt_fut, self._loop_task)
+        guard = self._guard
+        if guard is None:
+            assert self._loop_task is not None
+            guard = self._guard = CancelWhenDone(speech._interrupt_fut, self._loop_task)
+        else:
+            guard.arm(speech._interrupt_fut)
         try:
             session = self.session
             output = session._output
@@ -564,7 +569,6 @@ class AgentActivity:
                                 step.text_at = time.time()
                                 output.begin_segment(speech.id)
                                 speech._set_phase("speaking")
-                            step.text.append(chunk.text)
                             output.write(chunk.text)
                         elif isinstance(chunk, ToolCallChunk):
                             if timed and first is None:

@@ -194,7 +194,7 @@ class CancelWhenDone:
     never cancelled (a speech's interrupt future, waited on by others too).
     """
 
-    __slots__ = ("_fired", "_fut", "_live", "_task")
+    __slots__ = ("_done_cb", "_fired", "_fut", "_live", "_task")
 
     def __init__(self, fut: asyncio.Future[Any], task: asyncio.Task[Any] | None = None) -> None:
         """``task``: the current task, when the caller knows it (saves looking it up)."""
@@ -202,13 +202,26 @@ class CancelWhenDone:
             task = asyncio.current_task()
             assert task is not None
         self._task = task
+        self._done_cb = self._done  # one bound method for every arming
+        self._fut: asyncio.Future[Any] | None = None
+        self._live = False
+        self._fired = False
+        self.arm(fut)
+
+    def arm(self, fut: asyncio.Future[Any]) -> None:
+        """Guard again, on ``fut`` (a task that guards one section after another, as a
+        speech loop does its model streams, keeps one guard)."""
+        if self._live:
+            self.end()
         self._fut = fut
         self._live = True
         self._fired = False
-        fut.add_done_callback(self._done)
+        fut.add_done_callback(self._done_cb)
 
-    def _done(self, _: asyncio.Future[Any]) -> None:
-        if self._live:
+    def _done(self, fut: asyncio.Future[Any]) -> None:
+        # A callback the loop scheduled before an end() and runs after a re-arm is
+        # for a future no longer guarded: it does nothing.
+        if self._live and fut is self._fut:
             self._fired = True
             self._task.cancel()
 
@@ -217,7 +230,9 @@ class CancelWhenDone:
         cancellation is taken back)."""
         if self._live:
             self._live = False
-            self._fut.remove_done_callback(self._done)
+            fut, self._fut = self._fut, None
+            assert fut is not None
+            fut.remove_done_callback(self._done_cb)
             if self._fired:
                 self._task.uncancel()
         return self._fired

@@ -521,8 +521,9 @@ class Session(Generic[UserdataT]):
         activity = self._activity
         if activity is not None and not activity._paused and (activity.entering or activity._queue):
             return True
-        if self._tool_runner.scheduler.owes_reply():
-            return True
+        replies = self._tool_runner.scheduler
+        if (replies._taking or replies._pending) and replies.owes_reply():
+            return True  # (checked first inline: usually nothing is pending)
         return self._background is not None and self._background.owes_reply()
 
     def _is_idle(self) -> bool:
@@ -547,7 +548,7 @@ class Session(Generic[UserdataT]):
             and self._started
             and not self._closing
             and activity is not None
-            and not activity.realtime_busy
+            and (activity._realtime_listener is None or not activity.realtime_busy)
         )
 
     def _refresh(self) -> None:
