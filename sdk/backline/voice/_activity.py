@@ -547,11 +547,10 @@ class AgentActivity:
         try:
             session = self.session
             output = session._output
-            runner = session._tool_runner
             llm = self.agent._llm or session._llm
-            clock = asyncio.get_running_loop().time
-            # Timed only when someone listens for the request's metrics (a run() does).
-            timed = session._wants("llm_metrics")
+            # Timed only when someone listens for the request's metrics.
+            timed = "llm_metrics" in session._emitter._listeners
+            clock = asyncio.get_running_loop().time if timed else time.monotonic
             started = clock() if timed else 0.0
             first: float | None = None
             status: Literal["completed", "cancelled", "failed"] = "failed"
@@ -576,6 +575,7 @@ class AgentActivity:
                             if step_index >= session.max_tool_steps:
                                 step.over_limit = True
                                 continue
+                            runner = session._tool_runner
                             call = FunctionCall(
                                 call_id=runner.unique_call_id(chunk.call_id, chunk.name),
                                 name=chunk.name,
