@@ -293,3 +293,36 @@ async def test_the_playout_wait_is_made_only_when_someone_waits_first() -> None:
     slow.begin_segment("s4")
     with pytest.raises(asyncio.CancelledError):
         await stale
+
+
+@given(
+    st.one_of(
+        st.dictionaries(
+            st.text(max_size=5), st.one_of(st.integers(), st.text(max_size=5), st.none())
+        ).map(lambda d: __import__("json").dumps(d)),
+        st.text(max_size=12),
+        st.sampled_from(['{"a":1}}', '{"a":1} ', ' {"a":1}', "{}", "{", "}", '{"a":NaN}', "[]"]),
+    )
+)
+def test_argument_parsing_matches_json_loads(arguments: str) -> None:
+    """The bare-object shortcut parses what json.loads parses, and fails where it fails."""
+    import json
+
+    from backline.llm.tools import FunctionTool
+
+    async def anything(**kwargs: Any) -> None:
+        """Takes anything."""
+
+    tool = FunctionTool(anything, name="anything", description="", parameters={"type": "object"})
+    try:
+        expected: Any = json.loads(arguments) if arguments.strip() else {}
+    except json.JSONDecodeError:
+        with pytest.raises(ToolArgumentsError, match="not valid JSON"):
+            tool.parse_arguments(arguments)
+        return
+    if not isinstance(expected, dict):
+        with pytest.raises(ToolArgumentsError, match="expected a JSON object"):
+            tool.parse_arguments(arguments)
+        return
+    got = tool.parse_arguments(arguments)
+    assert json.dumps(got, sort_keys=True) == json.dumps(expected, sort_keys=True)

@@ -109,7 +109,11 @@ class FunctionTool:
         self.description = description
         self.parameters = parameters
         self._context_param = context_param
-        self._converters: dict[str, Converter] = dict(converters or {})
+        # Only the converters that change a value (a JSON string, number or bool is
+        # passed as it is): with none, the parsed arguments are the call's keywords.
+        self._converters: dict[str, Converter] = {
+            k: c for k, c in (converters or {}).items() if c is not _identity
+        }
         self._raw = raw
         self._validator: Any = None
         self._fast_check: Any = _UNCHECKED
@@ -171,7 +175,14 @@ class FunctionTool:
         """Parse and validate the model's arguments; raise ``ToolArgumentsError`` if wrong."""
         if isinstance(arguments, str):
             try:
-                data = json.loads(arguments) if arguments.strip() else {}
+                if arguments[:1] == "{" and arguments[-1:] == "}":
+                    # The usual form, a bare object: parsed without the whitespace
+                    # scans json.loads adds around it.
+                    data, end = _DECODER.raw_decode(arguments)
+                    if end != len(arguments):
+                        data = json.loads(arguments)  # (raises, saying where)
+                else:
+                    data = json.loads(arguments) if arguments.strip() else {}
             except json.JSONDecodeError as e:
                 raise ToolArgumentsError(
                     f"Invalid arguments for tool '{self.name}': not valid JSON ({e.msg})."
@@ -203,7 +214,11 @@ class FunctionTool:
         if self._raw:
             result = self._call(data, context)
         else:
-            kwargs = {k: self._converters.get(k, _identity)(v) for k, v in data.items()}
+            converters = self._converters
+            if converters:
+                kwargs = {k: converters.get(k, _identity)(v) for k, v in data.items()}
+            else:
+                kwargs = data  # (parsed or copied for this call: free to extend)
             if self._context_param is not None:
                 kwargs[self._context_param] = context
             result = self._call(**kwargs)
@@ -218,6 +233,7 @@ class FunctionTool:
 
 
 _UNCHECKED: Any = object()
+_DECODER = json.JSONDecoder()
 _new_tool = object.__new__
 _ANNOTATION_KEYS = frozenset({"description", "title", "default", "examples"})
 _SIMPLE_TYPES: dict[str, Callable[[Any], bool]] = {

@@ -441,18 +441,28 @@ class AgentActivity:
                     return
                 speech._set_phase("thinking")
                 outcomes = await self._await_calls(step.calls, speech)
-                outputs = [o.output for o in outcomes]
+                # One pass: the outputs, the handoff (the last wins), whether all stop.
+                outputs: list[FunctionCallOutput | None] = []
+                handoff: Agent | None = None
+                handoffs = 0
+                all_stop = True
+                for o in outcomes:
+                    outputs.append(o.output)
+                    if o.handoff is not None:
+                        handoff = o.handoff
+                        handoffs += 1
+                    if not o.stop_response:
+                        all_stop = False
                 self._record_outputs(step.calls, outputs, speech)
                 step.settled = True
                 if session._wants("function_tools_executed"):
                     session.emit(
                         FunctionToolsExecuted(calls=[st.call for st in step.calls], outputs=outputs)
                     )
-                handoffs = [o.handoff for o in outcomes if o.handoff is not None]
-                if handoffs:
-                    if len(handoffs) > 1:
+                if handoff is not None:
+                    if handoffs > 1:
                         logger.warning("several tools handed off in one step; the last one wins")
-                    speech._handoff = handoffs[-1]
+                    speech._handoff = handoff
                     # Owed from now on: the speech ends before the loop requests the
                     # handoff, and the agent must not blip to "listening" in between.
                     session._handoffs_pending += 1
@@ -461,7 +471,7 @@ class AgentActivity:
                     return
                 if isinstance(self.agent, AgentTask) and self.agent.done():
                     return  # the task completed: its caller takes the conversation back
-                if all(o.stop_response for o in outcomes):
+                if all_stop:
                     return
                 if step.over_limit:
                     await self._say_inline(speech, session.max_tool_steps_message)
@@ -708,8 +718,14 @@ class AgentActivity:
         """Record one step's outputs after all of its calls: a tool that finished
         before the model streamed the step's next call must not land between them
         (the history is ordered by time; one step is one assistant turn)."""
-        last_call = max((st.call.created_at for st in calls), default=0.0)
-        kept: list[ChatItem] = [o for o in outputs if o is not None]
-        for out in kept:
-            out.created_at = max(out.created_at, last_call)
+        last_call = 0.0
+        for st in calls:
+            if st.call.created_at > last_call:
+                last_call = st.call.created_at
+        kept: list[ChatItem] = []
+        for out in outputs:
+            if out is not None:
+                if out.created_at < last_call:
+                    out.created_at = last_call
+                kept.append(out)
         self.record(kept, speech)
