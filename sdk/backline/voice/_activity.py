@@ -302,9 +302,10 @@ class AgentActivity:
         # on_enter's, copy theirs), and nothing a speech runs sets these in it.
         current_call.set(None)
         current_on_enter.set(None)
+        new_future = me.get_loop().create_future
         while True:
             while not self._queue or self._paused:
-                wake = self._wake = asyncio.get_running_loop().create_future()
+                wake = self._wake = new_future()
                 try:
                     await wake
                 finally:
