@@ -194,7 +194,7 @@ class CancelWhenDone:
     never cancelled (a speech's interrupt future, waited on by others too).
     """
 
-    __slots__ = ("_done_cb", "_fired", "_fut", "_live", "_task")
+    __slots__ = ("_fired", "_fut", "_live", "_task")
 
     def __init__(self, fut: asyncio.Future[Any], task: asyncio.Task[Any] | None = None) -> None:
         """``task``: the current task, when the caller knows it (saves looking it up)."""
@@ -202,7 +202,6 @@ class CancelWhenDone:
             task = asyncio.current_task()
             assert task is not None
         self._task = task
-        self._done_cb = self._done  # one bound method for every arming
         self._fut: asyncio.Future[Any] | None = None
         self._live = False
         self._fired = False
@@ -216,7 +215,7 @@ class CancelWhenDone:
         self._fut = fut
         self._live = True
         self._fired = False
-        fut.add_done_callback(self._done_cb)
+        fut.add_done_callback(self._done)  # (not kept: that would be a cycle)
 
     def _done(self, fut: asyncio.Future[Any]) -> None:
         # A callback the loop scheduled before an end() and runs after a re-arm is
@@ -232,7 +231,7 @@ class CancelWhenDone:
             self._live = False
             fut, self._fut = self._fut, None
             assert fut is not None
-            fut.remove_done_callback(self._done_cb)
+            fut.remove_done_callback(self._done)  # (an equal bound method)
             if self._fired:
                 self._task.uncancel()
         return self._fired
