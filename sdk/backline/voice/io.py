@@ -41,7 +41,8 @@ class TextOutput:
     ``report_playout(text, interrupted=...)`` when the segment really ended,
     with the text that was delivered (spoken, shown). The defaults suit an
     instant output: a flush reports everything delivered, a clear reports what
-    was written so far.
+    was written so far. The hooks are looked up per class, once: override them in
+    a subclass (a hook assigned on an instance is not called).
     """
 
     # Whether a class overrides these hooks (the defaults do nothing: on every reply
