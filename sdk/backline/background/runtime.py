@@ -408,17 +408,43 @@ class BackgroundManager:
     def stop(self) -> None:
         """Mark every background closed and cancel its tasks (entrypoint, interrupt
         callbacks), all at once; ``aclose`` waits for them. Idempotent."""
+        self._stop(asyncio.current_task())
+
+    def _stop(self, spare: asyncio.Task[Any] | None) -> None:
         if self._stopping is not None:
             return
         self.closed = True
         self._stopping = []
-        me = asyncio.current_task()
         for rt in self.runtimes.values():
             rt.mark_closed()
             for t in rt.tasks():
-                if t is not me and not t.done():
+                if t is not spare and not t.done():
                     t.cancel()
                     self._stopping.append(t)
+
+    def closes_at_once(self) -> bool:
+        """No reply scheduler needs awaiting at close (``cancel_for_close()``)."""
+        return all(rt.scheduler.closes_at_once() for rt in self.runtimes.values())
+
+    def cancel_for_close(self) -> list[asyncio.Task[Any]]:
+        """Stop (every task is cancelled, the calling one too) without waiting: the
+        tasks to wait for before ``close_now()``."""
+        self._stop(None)
+        stopping, self._stopping = self._stopping or [], []
+        return stopping
+
+    def close_now(self) -> bool:
+        """The end of close once the tasks ``cancel_for_close()`` returned have ended,
+        if nothing else needs awaiting; False if something does (``aclose()`` then
+        does the rest)."""
+        runtimes = list(self.runtimes.values())
+        if self.scope.live() or not self.closes_at_once():
+            return False
+        for rt in runtimes:
+            rt.scheduler.close_now()
+        self.scope.cancel()  # closes it: nothing is left in it
+        self._mark_closed(runtimes)
+        return True
 
     async def aclose(self) -> None:
         """Stop (unless ``stop()`` ran already), wait for the cancelled tasks (one wait,
@@ -432,6 +458,10 @@ class BackgroundManager:
         else:
             await asyncio.gather(*(rt.scheduler.aclose() for rt in runtimes))
         await self.scope.aclose()
+        self._mark_closed(runtimes)
+
+    @staticmethod
+    def _mark_closed(runtimes: list[BackgroundRuntime]) -> None:
         for rt in runtimes:
-            if rt.status not in ("ended", "crashed"):
+            if rt.status not in ("ended", "crashed", "closed"):
                 rt._set_status("closed")

@@ -216,13 +216,27 @@ class AgentActivity:
         self._closed = True
         self.interrupt_all(force=True)
         await self._scope.aclose()
+        if self.finish_close():
+            await self.agent._unmount_tools()
+
+    def cancel_for_close(self) -> list[asyncio.Task[Any]]:
+        """``aclose()`` without its waits (a session closing at once): its tasks are
+        cancelled; wait for them, then ``finish_close()``."""
+        self._closed = True
+        self.interrupt_all(force=True)
+        return self._scope.cancel()
+
+    def finish_close(self) -> bool:
+        """The end of close, once its tasks have ended; True if its agent was detached
+        (its tools are then to be unmounted)."""
         for _, _, sp, _ in self._queue:
             sp._mark_done()
         self._queue.clear()
         self._detach_realtime()
         if self.agent._activity is self:
             self.agent._activity = None
-            await self.agent._unmount_tools()
+            return True
+        return False
 
     # -- scheduling -------------------------------------------------------------
     def schedule(self, speech: SpeechHandle, work: SpeechWork) -> None:

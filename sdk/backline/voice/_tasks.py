@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Coroutine
+from collections.abc import Callable, Coroutine
 from typing import Any, TypeVar
 
 logger = logging.getLogger("backline")
@@ -53,15 +53,42 @@ class TaskScope:
     def _discard(self, task: asyncio.Task[Any]) -> None:
         if self._tasks is not None:
             self._tasks.discard(task)
-        if not task.cancelled() and task.exception() is not None:
+        if task.cancelled():
+            forget_cancellation(task)
+        elif task.exception() is not None:
             exc = task.exception()
             logger.error("task %s of %s failed", task.get_name(), self._name, exc_info=exc)
+
+    def live(self) -> bool:
+        """Whether one of its tasks has not finished."""
+        return any(not t.done() for t in self._tasks or ())
+
+    def cancel(self) -> list[asyncio.Task[Any]]:
+        """Close the scope and cancel its tasks (the calling task too), without waiting:
+        the tasks to wait for (``when_done``, one wait shared with other scopes')."""
+        self._closed = True
+        pending = [t for t in self._tasks or () if not t.done()]
+        for t in pending:
+            t.cancel()
+        return pending
 
     async def aclose(self, timeout: float = CLOSE_TIMEOUT) -> None:
         """Cancel every task and wait for them, at most ``timeout`` seconds."""
         self._closed = True
         if self._tasks:
             await cancel_and_wait(self._tasks, timeout=timeout, owner=self._name)
+
+
+def forget_cancellation(task: asyncio.Task[Any]) -> None:
+    """Drop the ``CancelledError`` a cancelled task keeps, with its traceback and the
+    frames of every coroutine it went through (a dozen objects per task, kept as long
+    as the task is: an agent's speech loop lives as long as its session). Asking a
+    cancelled future for its exception hands that error over (CPython's C and Python
+    futures alike); a later ``result()`` raises a fresh one."""
+    try:
+        task.exception()
+    except asyncio.CancelledError:
+        pass
 
 
 async def cancel_and_wait(
@@ -116,6 +143,71 @@ class _AllDone:
                 return
         if not self.waiter.done():
             self.waiter.set_result(None)
+
+
+class _WhenDone:
+    """``when_done``'s state: one object, called back by each task and by the timer."""
+
+    __slots__ = ("left", "owner", "tasks", "then", "timeout", "timer")
+
+    def __init__(
+        self,
+        tasks: list[asyncio.Task[Any]],
+        then: Callable[[], None],
+        timeout: float,
+        owner: str,
+    ) -> None:
+        self.tasks = tasks
+        self.then: Callable[[], None] | None = then
+        self.timeout = timeout
+        self.owner = owner
+        self.left = len(tasks)  # each registration of the callback is called once
+        for t in tasks:
+            t.add_done_callback(self)
+        self.timer = asyncio.get_running_loop().call_later(timeout, self)
+
+    def __call__(self, task: asyncio.Task[Any] | None = None) -> None:
+        if task is not None:
+            self.left -= 1
+            if self.left > 0:
+                return
+        then = self.then
+        if then is None:
+            return
+        self.then = None
+        self.timer.cancel()
+        for t in self.tasks:
+            if not t.done():
+                t.remove_done_callback(self)
+                logger.warning(
+                    "%s: task %s ignored cancellation; abandoned after %.1fs",
+                    self.owner,
+                    t.get_name(),
+                    self.timeout,
+                )
+        self.tasks = []
+        then()
+
+
+def when_done(
+    tasks: list[asyncio.Task[Any]],
+    then: Callable[[], None],
+    *,
+    timeout: float = CLOSE_TIMEOUT,
+    owner: str = "backline",
+) -> None:
+    """Call ``then()`` once every task (cancelled earlier) is done, or after ``timeout``
+    seconds (the ones still running are logged and abandoned, as ``cancel_and_wait``
+    does); at once, from here, if they are all done already.
+
+    Close without a task: no coroutine waits, the tasks' done callbacks and one
+    timer drive it (thousands of sessions may close at once). ``then`` runs from the
+    event loop: it must not raise."""
+    pending = [t for t in tasks if not t.done()]
+    if pending:
+        _WhenDone(pending, then, timeout, owner)
+    else:
+        then()
 
 
 async def _shielded_wait(
