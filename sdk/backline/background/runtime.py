@@ -82,7 +82,10 @@ class BackgroundRuntime:
         self._set_status("running")
         try:
             await self.definition.entrypoint(self.ctx)
-        except asyncio.CancelledError:
+        except asyncio.CancelledError as e:
+            # The task keeps its CancelledError: not with a traceback through every
+            # frame of the entrypoint (and their locals) for as long as the session.
+            e.__traceback__ = None
             raise
         except Exception as e:
             logger.error(
@@ -426,12 +429,12 @@ class BackgroundManager:
         """No reply scheduler needs awaiting at close (``cancel_for_close()``)."""
         return all(rt.scheduler.closes_at_once() for rt in self.runtimes.values())
 
-    def cancel_for_close(self) -> list[asyncio.Task[Any]]:
-        """Stop (every task is cancelled, the calling one too) without waiting: the
-        tasks to wait for before ``close_now()``."""
+    def cancel_for_close(self) -> TaskScope:
+        """Stop (every task is cancelled, the calling one too) and close the scope,
+        without waiting: wait for the scope to empty, then ``close_now()``."""
         self._stop(None)
-        stopping, self._stopping = self._stopping or [], []
-        return stopping
+        self.scope.cancel(spare=tuple(self._stopping or ()))  # closes it; nothing twice
+        return self.scope
 
     def close_now(self) -> bool:
         """The end of close once the tasks ``cancel_for_close()`` returned have ended,
@@ -442,7 +445,6 @@ class BackgroundManager:
             return False
         for rt in runtimes:
             rt.scheduler.close_now()
-        self.scope.cancel()  # closes it: nothing is left in it
         self._mark_closed(runtimes)
         return True
 

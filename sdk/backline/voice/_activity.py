@@ -219,12 +219,18 @@ class AgentActivity:
         if self.finish_close():
             await self.agent._unmount_tools()
 
-    def cancel_for_close(self) -> list[asyncio.Task[Any]]:
+    def cancel_for_close(self) -> TaskScope:
         """``aclose()`` without its waits (a session closing at once): its tasks are
-        cancelled; wait for them, then ``finish_close()``."""
+        cancelled, but an idle speech loop, woken, ends by itself (no cancellation,
+        no traceback to keep); wait for the scope to empty, then ``finish_close()``."""
         self._closed = True
         self.interrupt_all(force=True)
-        return self._scope.cancel()
+        if self._current is None and self._wake.waited:  # parked in _scheduling_loop
+            self._wake.notify()
+            self._scope.cancel(spare=(self._loop_task,))
+        else:
+            self._scope.cancel()
+        return self._scope
 
     def finish_close(self) -> bool:
         """The end of close, once its tasks have ended; True if its agent was detached
@@ -284,6 +290,8 @@ class AgentActivity:
         assert me is not None
         while True:
             while not self._queue or self._paused:
+                if self._closed:
+                    return
                 await self._wake.wait()
             _, _, speech, work = heapq.heappop(self._queue)
             if speech.done():

@@ -17,7 +17,7 @@ from . import _handoffs, _user_turns
 from ._activity import AgentActivity
 from ._away import AwayTimer
 from ._reply_scheduler import ReplyScheduler
-from ._tasks import Signal, TaskScope, when_done
+from ._tasks import Signal, TaskScope, when_empty
 from ._tool_runner import ToolRunner
 from .agent import Agent, AgentTask, check_tool_names
 from .events import (
@@ -287,28 +287,28 @@ class Session(Generic[UserdataT]):
 
     def _close_at_once(self) -> None:
         """The close when ``_closes_at_once()``: what ``_aclose`` does, in its order,
-        without a task. Every task of the agents and the backgrounds is cancelled now;
-        one bounded wait, driven by their done callbacks, then ``_finish_at_once``.
-        Thousands of sessions may close at once: no task, no coroutine, a few loop
-        iterations."""
+        without a task. Every task of the agents and the backgrounds is told to stop
+        now (an idle speech loop is woken, the others are cancelled); one bounded wait
+        for their scopes to empty (``when_empty``), then ``_finish_at_once``. Thousands
+        of sessions may close at once: no task, no coroutine, a few loop iterations."""
         self._closing = True
         self._away.cancel()
         self._refresh()
-        tasks: list[asyncio.Task[Any]] = []
+        scopes: list[TaskScope] = []
         try:
             if self._background is not None:
-                tasks += self._background.cancel_for_close()
+                scopes.append(self._background.cancel_for_close())
             self._tool_scheduler.close_now()
             self._scope.cancel()  # closes it: nothing runs in it
             for activity in reversed(self._activities):
                 activity.interrupt_all(force=True)
             for activity in reversed(self._activities):
-                tasks += activity.cancel_for_close()
+                scopes.append(activity.cancel_for_close())
         except BaseException as e:  # pragma: no cover - close must finish whatever happens
             logger.exception("error while closing the session")
-            when_done(tasks, functools.partial(self._finish_at_once, e), owner="session")
+            when_empty(scopes, functools.partial(self._finish_at_once, e), owner="session")
             return
-        when_done(tasks, self._finish_at_once, owner="session")
+        when_empty(scopes, self._finish_at_once, owner="session")
 
     def _finish_at_once(self, error: BaseException | None = None) -> None:
         """After ``_close_at_once``'s wait: the rest of the close, at once unless work
