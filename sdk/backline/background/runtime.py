@@ -441,6 +441,7 @@ class BackgroundManager:
         if nothing else needs awaiting; False if something does (``aclose()`` then
         does the rest)."""
         runtimes = list(self.runtimes.values())
+        self._stopping = []  # waited for (to the bound)
         if self.scope.live() or not self.closes_at_once():
             return False
         for rt in runtimes:
