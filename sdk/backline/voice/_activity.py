@@ -70,7 +70,7 @@ class AgentActivity:
         self._draining = False
         self._closed = False
         self._started = False
-        self.pause_slot = asyncio.Lock()
+        self._pause_slot: asyncio.Lock | None = None  # made at the first inline task
         self.drain_exempt: dict[asyncio.Task[Any], SpeechHandle | None] = {}
         self._realtime_listener: Callable[[bool], None] | None = None
         self.entering = False  # on_enter is running
@@ -78,6 +78,14 @@ class AgentActivity:
 
     def __repr__(self) -> str:
         return f"AgentActivity({self.agent.label})"
+
+    @property
+    def pause_slot(self) -> asyncio.Lock:
+        """Taken by an inline task while it pauses this agent (FIFO)."""
+        lock = self._pause_slot
+        if lock is None:
+            lock = self._pause_slot = asyncio.Lock()
+        return lock
 
     # -- state ------------------------------------------------------------------
     @property

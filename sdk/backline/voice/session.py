@@ -126,7 +126,7 @@ class Session(Generic[UserdataT]):
         self._user_turns = 0
         self._pending_turns: list[str] = []
         self._turn_lock = asyncio.Lock()
-        self._switch_lock = asyncio.Lock()
+        self._switch_mutex: asyncio.Lock | None = None  # made at the first handoff
         self._changed = Signal()
         self._refreshing = False
         self._refresh_again = False
@@ -139,6 +139,14 @@ class Session(Generic[UserdataT]):
         )
         self._away._on_change = self._refresh
         self._tool_runner = ToolRunner(self)
+
+    @property
+    def _switch_lock(self) -> asyncio.Lock:
+        """Held by every switch of agents (handoffs, inline tasks and hand-backs)."""
+        lock = self._switch_mutex
+        if lock is None:
+            lock = self._switch_mutex = asyncio.Lock()
+        return lock
 
     @property
     def _tool_scheduler(self) -> ReplyScheduler:
