@@ -297,6 +297,7 @@ def main() -> None:
             "peak RSS MB",
             "peak KB/session",
             "close s",
+            "close GC s",
             "GC %",
             "GC runs g0/g1/g2",
         ],
@@ -310,6 +311,7 @@ def main() -> None:
                 r["peak_rss_mb"],
                 r["peak_kb_per_session"],
                 r["close_seconds"],
+                r["gc_seconds_during_close"],
                 round(r["gc_share"] * 100, 1),
                 "/".join(str(c) for c in r["gc_collections_during_turns"]),
             ]
@@ -317,7 +319,8 @@ def main() -> None:
         ],
     )
     print(
-        "GC % = time in the collector (gc.callbacks, start to stop) over the wall time of the turns"
+        "GC % = time in the collector (gc.callbacks, start to stop) over the wall time of the "
+        "turns; close GC s = its time during the close"
     )
     targets = targets_from(rows, args.turns, failed)
     title = "Targets"

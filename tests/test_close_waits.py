@@ -9,14 +9,21 @@ itself cancelled still waits (within the bound) before it re-raises.
 from __future__ import annotations
 
 import asyncio
+import gc
 import logging
+from collections import Counter
+from collections.abc import AsyncGenerator
 from typing import Any
 
 import pytest
 
-from backline import Agent, Session, TextOutput, background
+from backline import Agent, Session, TextOutput, background, function_tool
+from backline.llm import ChatChunk, LLMStream
+from backline.llm.llm import ToolCallChunk
 from backline.testing import ScriptedLLM, VirtualClock, text
 from backline.voice._tasks import cancel_and_wait
+
+from .conftest import cyclic_garbage
 
 
 async def _parked() -> None:
@@ -110,8 +117,9 @@ async def _worker(ctx: Any) -> None:
 WORKER = background("worker", description="Does nothing.")(_worker)
 
 
-async def test_closing_an_idle_session_makes_one_task() -> None:
-    """The close itself; every wait inside it is on futures (none is a task)."""
+async def test_closing_an_idle_session_makes_no_task() -> None:
+    """Nothing but the agent's and the background's own tasks to wait for: the close
+    runs in no task of its own; its one wait is driven by their done callbacks."""
     loop = asyncio.get_running_loop()
     session: Session[Any] = Session(
         ScriptedLLM(lambda _: text("Fine."), record=False),
@@ -132,7 +140,7 @@ async def test_closing_an_idle_session_makes_one_task() -> None:
         await session.aclose()
     finally:
         loop.set_task_factory(factory)
-    assert made == ["Session._aclose"]
+    assert made == []
     assert session.closed
     assert session.background is not None
     assert session.background.runtime("worker").status == "closed"  # type: ignore[union-attr]
@@ -168,3 +176,172 @@ async def test_a_background_cleans_up_while_the_agents_close_and_close_waits_for
     assert log == ["cancelled", "cleaned up"]
     assert virtual_clock.now() - start == pytest.approx(0.5)
     assert statuses[-1] == "closed"
+
+
+async def _idle_session_after_a_turn() -> Session[Any]:
+    session: Session[Any] = Session(
+        ScriptedLLM(lambda _: text("Fine."), record=False),
+        output=TextOutput(),
+        background=[WORKER],
+    )
+    await session.start(Agent("Help."))
+    await session.run(user_input="hello")
+    return session
+
+
+async def test_an_idle_session_closes_in_three_loop_iterations() -> None:
+    """Its speech loop is woken and ends by itself, its background's entrypoint is
+    cancelled; their scopes' done callbacks finish the close, which wakes the caller:
+    three loop iterations (six before, with a task for the close)."""
+    session = await _idle_session_after_a_turn()
+    loop = asyncio.get_running_loop()
+    ticks = 0
+    closing = True
+
+    def tick() -> None:
+        nonlocal ticks
+        if closing:
+            ticks += 1
+            loop.call_soon(tick)
+
+    loop.call_soon(tick)
+    await session.aclose()
+    closing = False
+    assert ticks == 3
+    activity = session.current_agent._activity
+    assert activity is None  # detached
+    assert session.background is not None
+    worker = session.background.runtime("worker")
+    assert worker is not None and worker.status == "closed"
+
+
+async def test_an_idle_session_keeps_nothing_from_its_close() -> None:
+    """What the close allocates is gone once it returns (no task, coroutine, context
+    or timer of its own), and its stopped tasks keep no exception: a cancelled task
+    keeps its CancelledError, whose traceback keeps the frames (and their locals) of
+    every coroutine it went through, as long as the task is kept."""
+    session = await _idle_session_after_a_turn()
+    activity = session._activity
+    assert activity is not None and activity._loop_task is not None
+    assert session.background is not None
+    worker = session.background.runtime("worker")
+    assert worker is not None and worker._task is not None
+    with cyclic_garbage() as garbage:
+        gc.collect()  # the young generation is now empty; the collector is off
+        await session.aclose()
+        young = gc.get_objects(generation=0)
+    kept = Counter(type(o).__name__ for o in young)
+    assert garbage == []
+    for name in ("Task", "coroutine", "Context", "TimerHandle", "_WhenEmpty"):
+        assert kept[name] == 0, kept
+    assert not activity._loop_task.cancelled()  # woken, it ended by itself
+    assert worker._task.cancelled()
+    for task in (activity._loop_task, worker._task):
+        assert not [r for r in gc.get_referents(task) if isinstance(r, BaseException)]
+
+
+async def test_a_cancelled_caller_stops_waiting_and_the_close_goes_on() -> None:
+    session = await _idle_session_after_a_turn()
+    closes: list[Any] = []
+    session.on("close", closes.append)
+    caller = asyncio.get_running_loop().create_task(session.aclose())
+    await asyncio.sleep(0)  # the close has started: its tasks are told to stop
+    assert not session.closed
+    caller.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await caller
+    await session.aclose()  # waits for the same close
+    assert session.closed and len(closes) == 1
+    assert session.background is not None
+    assert session.background.runtime("worker").status == "closed"  # type: ignore[union-attr]
+
+
+async def test_a_background_that_ignores_cancellation_is_abandoned_at_the_bound(
+    virtual_clock: VirtualClock, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The one wait of a close at once is bounded; what is still running then is
+    logged and abandoned, and the rest of the close is done by the task path (which
+    cancels it once more, within its own bound), as before."""
+    release = asyncio.Event()
+
+    async def stubborn(ctx: Any) -> None:
+        await _stubborn(release)
+
+    session: Session[Any] = Session(
+        ScriptedLLM(lambda _: text("Fine."), record=False),
+        output=TextOutput(),
+        background=[background("stubborn", description="Ignores cancellation.")(stubborn)],
+    )
+    await session.start(Agent("Help."))
+    start = virtual_clock.now()
+    try:
+        with caplog.at_level(logging.WARNING, logger="backline"):
+            await session.aclose()
+        assert session.closed
+        assert virtual_clock.now() - start == pytest.approx(10.0)  # two bounds, as before
+        assert "background stubborn ignored cancellation" in caplog.text
+    finally:
+        release.set()
+        await asyncio.sleep(2)
+
+
+class _SwallowingLLM:
+    """Its stream waits; cancelled there, it swallows the cancellation and calls the
+    ``stubborn`` tool (work that starts while the session closes)."""
+
+    def __init__(self) -> None:
+        self.waiting = asyncio.Event()
+
+    def chat(self, chat_ctx: Any, *, tools: Any = (), tool_choice: Any = None) -> LLMStream:
+        return LLMStream(self._stream())
+
+    async def _stream(self) -> AsyncGenerator[ChatChunk, None]:
+        self.waiting.set()
+        try:
+            await asyncio.get_running_loop().create_future()
+        except asyncio.CancelledError:
+            pass
+        yield ToolCallChunk(call_id="call_1", name="stubborn", arguments="{}")
+        await asyncio.sleep(0.1)  # the tool starts, and ignores its cancellation
+
+
+async def test_work_that_starts_during_a_close_at_once_is_closed_by_the_task_path(
+    virtual_clock: VirtualClock, caplog: pytest.LogCaptureFixture
+) -> None:
+    release = asyncio.Event()
+    started = asyncio.Event()
+
+    @function_tool
+    async def stubborn() -> str:
+        """Ignores cancellation."""
+        started.set()
+        await _stubborn(release)
+        return "done"
+
+    llm = _SwallowingLLM()
+    session: Session[Any] = Session(llm, tools=[stubborn])  # type: ignore[arg-type]
+    await session.start(Agent("Help."))
+    session.push_user_turn("hi")
+    await asyncio.wait_for(llm.waiting.wait(), 5)
+    loop = asyncio.get_running_loop()
+    made: list[Any] = []
+    factory = loop.get_task_factory()
+
+    def counting(lp: asyncio.AbstractEventLoop, coro: Any, **kw: Any) -> asyncio.Task[Any]:
+        made.append(getattr(coro, "__qualname__", coro))
+        return asyncio.Task(coro, loop=lp, **kw)
+
+    loop.set_task_factory(counting)
+    start = virtual_clock.now()
+    try:
+        with caplog.at_level(logging.WARNING, logger="backline"):
+            await session.aclose()
+        assert started.is_set()
+        assert "Session._aclose" in made  # the close at once handed the rest to a task
+        assert session.closed
+        assert virtual_clock.now() - start == pytest.approx(5.1)  # the tool scope's bound
+        assert "tool stubborn ignored cancellation" in caplog.text
+    finally:
+        loop.set_task_factory(factory)
+        release.set()
+        await asyncio.sleep(2)

@@ -135,6 +135,20 @@ async def test_an_idle_session_with_one_background_stays_small() -> None:
     assert per_session <= 15 * 1024, f"{per_session:.0f} bytes per idle session"
 
 
+async def test_the_switch_lock_and_the_pause_slot_are_made_when_first_needed() -> None:
+    """Most sessions never switch agents nor pause one for an inline task: the lock
+    and the slot those take are made at first use (and kept)."""
+    s = _session(WORKER)
+    await s.start(_Agent())
+    await s.run(user_input="hello")
+    activity = s._activity
+    assert activity is not None
+    assert s._switch_mutex is None and activity._pause_slot is None
+    lock, slot = s._switch_lock, activity.pause_slot
+    assert s._switch_lock is lock and activity.pause_slot is slot
+    await s.aclose()
+
+
 def test_chat_items_have_slots_and_keep_their_own_data_in_extra() -> None:
     items = [
         ChatMessage(role="user", content="hi"),

@@ -82,7 +82,10 @@ class BackgroundRuntime:
         self._set_status("running")
         try:
             await self.definition.entrypoint(self.ctx)
-        except asyncio.CancelledError:
+        except asyncio.CancelledError as e:
+            # The task keeps its CancelledError: not with a traceback through every
+            # frame of the entrypoint (and their locals) for as long as the session.
+            e.__traceback__ = None
             raise
         except Exception as e:
             logger.error(
@@ -408,17 +411,43 @@ class BackgroundManager:
     def stop(self) -> None:
         """Mark every background closed and cancel its tasks (entrypoint, interrupt
         callbacks), all at once; ``aclose`` waits for them. Idempotent."""
+        self._stop(asyncio.current_task())
+
+    def _stop(self, spare: asyncio.Task[Any] | None) -> None:
         if self._stopping is not None:
             return
         self.closed = True
         self._stopping = []
-        me = asyncio.current_task()
         for rt in self.runtimes.values():
             rt.mark_closed()
             for t in rt.tasks():
-                if t is not me and not t.done():
+                if t is not spare and not t.done():
                     t.cancel()
                     self._stopping.append(t)
+
+    def closes_at_once(self) -> bool:
+        """No reply scheduler needs awaiting at close (``cancel_for_close()``)."""
+        return all(rt.scheduler.closes_at_once() for rt in self.runtimes.values())
+
+    def cancel_for_close(self) -> TaskScope:
+        """Stop (every task is cancelled, the calling one too) and close the scope,
+        without waiting: wait for the scope to empty, then ``close_now()``."""
+        self._stop(None)
+        self.scope.cancel(spare=tuple(self._stopping or ()))  # closes it; nothing twice
+        return self.scope
+
+    def close_now(self) -> bool:
+        """The end of close once the tasks ``cancel_for_close()`` returned have ended,
+        if nothing else needs awaiting; False if something does (``aclose()`` then
+        does the rest)."""
+        runtimes = list(self.runtimes.values())
+        self._stopping = []  # waited for (to the bound)
+        if self.scope.live() or not self.closes_at_once():
+            return False
+        for rt in runtimes:
+            rt.scheduler.close_now()
+        self._mark_closed(runtimes)
+        return True
 
     async def aclose(self) -> None:
         """Stop (unless ``stop()`` ran already), wait for the cancelled tasks (one wait,
@@ -432,6 +461,10 @@ class BackgroundManager:
         else:
             await asyncio.gather(*(rt.scheduler.aclose() for rt in runtimes))
         await self.scope.aclose()
+        self._mark_closed(runtimes)
+
+    @staticmethod
+    def _mark_closed(runtimes: list[BackgroundRuntime]) -> None:
         for rt in runtimes:
-            if rt.status not in ("ended", "crashed"):
+            if rt.status not in ("ended", "crashed", "closed"):
                 rt._set_status("closed")

@@ -68,7 +68,7 @@ class AgentActivity:
         self._draining = False
         self._closed = False
         self._started = False
-        self.pause_slot = asyncio.Lock()
+        self._pause_slot: asyncio.Lock | None = None  # made at the first inline task
         self.drain_exempt: dict[asyncio.Task[Any], SpeechHandle | None] = {}
         self._realtime_listener: Callable[[bool], None] | None = None
         self.entering = False  # on_enter is running
@@ -81,6 +81,14 @@ class AgentActivity:
 
     def __repr__(self) -> str:
         return f"AgentActivity({self.agent.label})"
+
+    @property
+    def pause_slot(self) -> asyncio.Lock:
+        """Taken by an inline task while it pauses this agent (FIFO)."""
+        lock = self._pause_slot
+        if lock is None:
+            lock = self._pause_slot = asyncio.Lock()
+        return lock
 
     # -- state ------------------------------------------------------------------
     @property
@@ -240,13 +248,33 @@ class AgentActivity:
         self._closed = True
         self.interrupt_all(force=True)
         await self._scope.aclose()
+        if self.finish_close():
+            await self.agent._unmount_tools()
+
+    def cancel_for_close(self) -> TaskScope:
+        """``aclose()`` without its waits (a session closing at once): its tasks are
+        cancelled, but an idle speech loop, woken, ends by itself (no cancellation,
+        no traceback to keep); wait for the scope to empty, then ``finish_close()``."""
+        self._closed = True
+        self.interrupt_all(force=True)
+        if self._current is None and self._wake is not None:  # parked in _scheduling_loop
+            self._notify()
+            self._scope.cancel(spare=(self._loop_task,))
+        else:
+            self._scope.cancel()
+        return self._scope
+
+    def finish_close(self) -> bool:
+        """The end of close, once its tasks have ended; True if its agent was detached
+        (its tools are then to be unmounted)."""
         for _, _, sp, _ in self._queue:
             sp._mark_done()
         self._queue.clear()
         self._detach_realtime()
         if self.agent._activity is self:
             self.agent._activity = None
-            await self.agent._unmount_tools()
+            return True
+        return False
 
     # -- scheduling -------------------------------------------------------------
     def schedule(self, speech: SpeechHandle, work: SpeechWork) -> None:
@@ -305,6 +333,8 @@ class AgentActivity:
         new_future = me.get_loop().create_future
         while True:
             while not self._queue or self._paused:
+                if self._closed:
+                    return  # woken by a close at once (cancel_for_close): end quietly
                 wake = self._wake = new_future()
                 try:
                     await wake

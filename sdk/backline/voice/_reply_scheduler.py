@@ -262,6 +262,25 @@ class ReplyScheduler:
             if not self._pending:
                 return
 
+    def closes_at_once(self) -> bool:
+        """Nothing to wait for at close: no delivery task running, no insert holding
+        the lock (``close_now()`` then closes it)."""
+        task = self._task
+        if task is not None and not task.done():
+            return False
+        lock = self._mutex
+        return lock is None or not lock.locked()
+
+    def close_now(self) -> None:
+        """Close a scheduler that ``closes_at_once()``, without waiting."""
+        self._closed = True
+        self._dropped()
+
+    def _dropped(self) -> None:
+        self._pending = None
+        self._following = None
+        self._task = None
+
     async def aclose(self) -> None:
         """Drop buffered replies and stop delivering; waits for an in-flight insert."""
         self._closed = True
@@ -277,9 +296,7 @@ class ReplyScheduler:
                 logger.warning("%s: an insert did not finish within 5s of close", self._name)
             else:
                 lock.release()
-        self._pending = None
-        self._following = None
-        self._task = None
+        self._dropped()
 
 
 async def _copy_into(agent: Agent, items: list[ChatItem]) -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import logging
 from collections.abc import Callable, Coroutine
 from typing import Any, TypeVar
@@ -22,13 +23,14 @@ class TaskScope:
     cannot make close hang: it is logged and abandoned after the bound.
     """
 
-    __slots__ = ("_closed", "_name", "_tasks")
+    __slots__ = ("_closed", "_name", "_tasks", "_when_empty")
 
     def __init__(self, name: str) -> None:
         self._name = name
         # Made at the first task (most scopes of an idle session hold one or none).
         self._tasks: set[asyncio.Task[Any]] | None = None
         self._closed = False
+        self._when_empty: _WhenEmpty | None = None  # a close waiting for its last task
 
     @property
     def closed(self) -> bool:
@@ -65,17 +67,46 @@ class TaskScope:
         return task
 
     def _discard(self, task: asyncio.Task[Any]) -> None:
-        if self._tasks is not None:
-            self._tasks.discard(task)
-        if not task.cancelled() and task.exception() is not None:
+        tasks = self._tasks
+        if tasks is not None:
+            tasks.discard(task)
+        if task.cancelled():
+            forget_cancellation(task)
+        elif task.exception() is not None:
             exc = task.exception()
             logger.error("task %s of %s failed", task.get_name(), self._name, exc_info=exc)
+        if self._when_empty is not None and not tasks:
+            self._when_empty(self)
+
+    def live(self) -> bool:
+        """Whether one of its tasks has not finished."""
+        return any(not t.done() for t in self._tasks or ())
+
+    def cancel(self, spare: tuple[asyncio.Task[Any] | None, ...] = ()) -> None:
+        """Close the scope and cancel its tasks (the calling task too) but ``spare``
+        (tasks already told to stop), without waiting: ``when_empty`` waits."""
+        self._closed = True
+        for t in self._tasks or ():
+            if not t.done() and t not in spare:
+                t.cancel()
 
     async def aclose(self, timeout: float = CLOSE_TIMEOUT) -> None:
         """Cancel every task and wait for them, at most ``timeout`` seconds."""
         self._closed = True
         if self._tasks:
             await cancel_and_wait(self._tasks, timeout=timeout, owner=self._name)
+
+
+def forget_cancellation(task: asyncio.Task[Any]) -> None:
+    """Drop the ``CancelledError`` a cancelled task keeps, with its traceback and the
+    frames of every coroutine it went through (a dozen objects per task, kept as long
+    as the task is: an agent's speech loop lives as long as its session). Asking a
+    cancelled future for its exception hands that error over (CPython's C and Python
+    futures alike); a later ``result()`` raises a fresh one."""
+    try:
+        task.exception()
+    except asyncio.CancelledError:
+        pass
 
 
 async def cancel_and_wait(
@@ -130,6 +161,79 @@ class _AllDone:
                 return
         if not self.waiter.done():
             self.waiter.set_result(None)
+
+
+# The context the bound's timer runs in (``call_later`` would copy the caller's: one
+# object per close); what it calls reads no context variable.
+_BOUND_CONTEXT = contextvars.Context()
+
+
+class _WhenEmpty:
+    """``when_empty``'s state: one object, called by each scope as it empties (its
+    last task's done callback) and by the timer of the bound."""
+
+    __slots__ = ("left", "owner", "scopes", "then", "timeout", "timer")
+
+    def __init__(
+        self, scopes: list[TaskScope], then: Callable[[], None], timeout: float, owner: str
+    ) -> None:
+        self.scopes = scopes
+        self.then: Callable[[], None] | None = then
+        self.timeout = timeout
+        self.owner = owner
+        self.left = len(scopes)
+        for scope in scopes:
+            scope._when_empty = self
+        loop = asyncio.get_running_loop()
+        self.timer = loop.call_later(timeout, self, context=_BOUND_CONTEXT)
+
+    def __call__(self, scope: TaskScope | None = None) -> None:
+        if scope is not None:
+            scope._when_empty = None
+            self.left -= 1
+            if self.left > 0:
+                return
+        then = self.then
+        if then is None:
+            return
+        self.then = None
+        self.timer.cancel()
+        for s in self.scopes:
+            if s._when_empty is self:  # the bound: what is still running is abandoned
+                s._when_empty = None
+                for t in s._tasks or ():
+                    if not t.done():
+                        logger.warning(
+                            "%s: task %s ignored cancellation; abandoned after %.1fs",
+                            self.owner,
+                            t.get_name(),
+                            self.timeout,
+                        )
+        self.scopes = []
+        then()
+
+
+def when_empty(
+    scopes: list[TaskScope],
+    then: Callable[[], None],
+    *,
+    timeout: float = CLOSE_TIMEOUT,
+    owner: str = "backline",
+) -> None:
+    """Call ``then()`` once every one of ``scopes`` (closed and cancelled: ``cancel()``)
+    has no task left, or after ``timeout`` seconds (the tasks still running are logged
+    and abandoned, as ``cancel_and_wait`` does); at once, from here, if they are empty.
+
+    A wait without a task: no coroutine waits, and no callback is added to any task
+    (each scope's own done callback counts its last task down), one timer bounds it:
+    thousands of sessions may close at once. ``then`` runs from the event loop, from
+    the done callback of the last task to end (that task's later callbacks run after
+    it); it must not raise."""
+    waiting = [s for s in scopes if s._tasks]
+    if waiting:
+        _WhenEmpty(waiting, then, timeout, owner)
+    else:
+        then()
 
 
 async def _shielded_wait(
@@ -271,12 +375,23 @@ class Signal:
         self._waiters: list[asyncio.Future[None]] = []
 
     def notify(self) -> None:
-        if not self._waiters:
+        waiters = self._waiters
+        if not waiters:
             return  # the common case: nobody waits (no list churn on every refresh)
-        waiters, self._waiters = self._waiters, []
+        if len(waiters) == 1:  # the next common one: no new list either
+            w = waiters.pop()
+            if not w.done():
+                w.set_result(None)
+            return
+        self._waiters = []
         for w in waiters:
             if not w.done():
                 w.set_result(None)
+
+    @property
+    def waited(self) -> bool:
+        """Whether a waiter is registered and not yet woken."""
+        return bool(self._waiters)
 
     def waiter(self) -> asyncio.Future[None]:
         """A future resolved at the next ``notify()`` (registered at once, so a

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 from collections.abc import Callable, Iterable, Sequence
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
@@ -16,7 +17,7 @@ from . import _handoffs, _user_turns
 from ._activity import AgentActivity
 from ._away import AwayTimer
 from ._reply_scheduler import ReplyScheduler
-from ._tasks import Signal, TaskScope, first_completed
+from ._tasks import Signal, TaskScope, when_empty
 from ._tool_runner import ToolRunner
 from .agent import Agent, AgentTask, check_tool_names
 from .events import (
@@ -125,7 +126,7 @@ class Session(Generic[UserdataT]):
         self._user_turns = 0
         self._pending_turns: list[str] = []
         self._turn_lock = asyncio.Lock()
-        self._switch_lock = asyncio.Lock()
+        self._switch_mutex: asyncio.Lock | None = None  # made at the first handoff
         self._changed = Signal()
         self._refreshing = False
         self._refresh_again = False
@@ -137,6 +138,14 @@ class Session(Generic[UserdataT]):
             fire=self._user_went_away,
         )
         self._tool_runner = ToolRunner(self)
+
+    @property
+    def _switch_lock(self) -> asyncio.Lock:
+        """Held by every switch of agents (handoffs, inline tasks and hand-backs)."""
+        lock = self._switch_mutex
+        if lock is None:
+            lock = self._switch_mutex = asyncio.Lock()
+        return lock
 
     @property
     def _tool_scheduler(self) -> ReplyScheduler:
@@ -256,14 +265,76 @@ class Session(Generic[UserdataT]):
     async def aclose(self, *, drain: bool = False) -> None:
         """Close the conversation. With ``drain``, current speech may finish first
         (bounded). Idempotent, bounded, and it never hangs."""
+        if not self._closing:
+            if not drain and self._closes_at_once():
+                self._close_at_once()
+            else:
+                self._closing = True
+                self._close_task = asyncio.ensure_future(self._aclose(drain))
+        # A cancelled caller stops waiting; the close goes on (it runs in no caller).
+        while not self._closed:
+            waiter = self._changed.waiter()
+            try:
+                await waiter
+            except asyncio.CancelledError:
+                self._changed.discard(waiter)
+                raise
         task = self._close_task
-        if task is None:
-            task = self._close_task = asyncio.ensure_future(self._aclose(drain))
-        if not task.done():
-            # Like a shield (a cancelled caller does not cancel the close), with a
-            # few objects less: thousands of sessions may close at once.
-            await first_completed(task)
-        task.result()
+        if task is not None and task.done():
+            task.result()
+
+    def _closes_at_once(self) -> bool:
+        """Whether nothing but the agents' and the backgrounds' own tasks needs
+        awaiting at close: no user turn, handoff or delivery running (the session's
+        scope), no tool running, no reply scheduler inserting, no MCP server."""
+        if self._mcp is not None or self._scope.live() or self._tool_scope.live():
+            return False
+        if not self._tool_scheduler.closes_at_once():
+            return False
+        if any(a.agent._mcp is not None for a in self._activities):
+            return False
+        return self._background is None or self._background.closes_at_once()
+
+    def _close_at_once(self) -> None:
+        """The close when ``_closes_at_once()``: what ``_aclose`` does, in its order,
+        without a task. Every task of the agents and the backgrounds is told to stop
+        now (an idle speech loop is woken, the others are cancelled); one bounded wait
+        for their scopes to empty (``when_empty``), then ``_finish_at_once``. Thousands
+        of sessions may close at once: no task, no coroutine, a few loop iterations."""
+        self._closing = True
+        self._away.stop()
+        self._refresh()
+        scopes: list[TaskScope] = []
+        try:
+            if self._background is not None:
+                scopes.append(self._background.cancel_for_close())
+            self._tool_scheduler.close_now()
+            self._scope.cancel()  # closes it: nothing runs in it
+            for activity in reversed(self._activities):
+                activity.interrupt_all(force=True)
+            for activity in reversed(self._activities):
+                scopes.append(activity.cancel_for_close())
+        except BaseException as e:  # pragma: no cover - close must finish whatever happens
+            logger.exception("error while closing the session")
+            when_empty(scopes, functools.partial(self._finish_at_once, e), owner="session")
+            return
+        when_empty(scopes, self._finish_at_once, owner="session")
+
+    def _finish_at_once(self, error: BaseException | None = None) -> None:
+        """After ``_close_at_once``'s wait: the rest of the close, at once unless work
+        started meanwhile (then ``_aclose`` does what is left, in a task)."""
+        try:
+            while self._activities:
+                self._activities.pop().finish_close()  # no MCP server: nothing to unmount
+            done = self._background is None or self._background.close_now()
+            if not done or self._scope.live() or self._tool_scope.live():
+                self._close_task = asyncio.ensure_future(self._aclose(False))
+                return
+            self._tool_scope.cancel()  # closes it: nothing runs in it
+        except BaseException as e:  # pragma: no cover - close must finish whatever happens
+            logger.exception("error while closing the session")
+            error = error or e
+        self._end_close(error)
 
     async def _aclose(self, drain: bool) -> None:
         self._closing = True
@@ -297,14 +368,18 @@ class Session(Generic[UserdataT]):
             error = e
             logger.exception("error while closing the session")
         finally:
-            self._closed = True
-            self._pending_turns.clear()  # turns held for a handoff that never comes
-            self._away.stop()
-            self._refresh()  # the state a closed session reports, and wakes waiters
-            if self._started:
-                from ..plugins import _session_hooks
+            self._end_close(error)
 
-                _session_hooks.session_closed(self)
+    def _end_close(self, error: BaseException | None) -> None:
+        self._closed = True
+        self._pending_turns.clear()  # turns held for a handoff that never comes
+        self._away.stop()
+        self._refresh()  # the state a closed session reports, and wakes waiters (aclose)
+        if self._started:
+            from ..plugins import _session_hooks
+
+            _session_hooks.session_closed(self)
+        if self._wants("close"):
             self.emit(CloseEvent(reason="error" if error else "user", error=error))
 
     # -- speaking ---------------------------------------------------------------
