@@ -146,6 +146,21 @@ async def test_closing_an_idle_session_makes_no_task() -> None:
     assert session.background.runtime("worker").status == "closed"  # type: ignore[union-attr]
 
 
+async def test_a_close_with_a_speech_queued_is_no_close_at_once() -> None:
+    """A turn pushed right before aclose() (``/quit`` after a piped line) is not an
+    idle session: the close takes the task path, and the queued reply, which the
+    agent's loop runs first, is said before the close interrupts what is left."""
+    session: Session[Any] = Session(
+        ScriptedLLM(lambda _: text("Fine."), record=False), output=TextOutput()
+    )
+    await session.start(Agent("Help."))
+    session.push_user_turn("last words")
+    await session.aclose()
+    assert session._close_task is not None  # the task path
+    said = [getattr(it, "content", None) for it in session.history.items]
+    assert said == ["last words", "Fine."]
+
+
 async def test_a_background_cleans_up_while_the_agents_close_and_close_waits_for_it(
     virtual_clock: VirtualClock,
 ) -> None:

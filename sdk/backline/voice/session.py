@@ -285,14 +285,16 @@ class Session(Generic[UserdataT]):
 
     def _closes_at_once(self) -> bool:
         """Whether nothing but the agents' and the backgrounds' own tasks needs
-        awaiting at close: no user turn, handoff or delivery running (the session's
-        scope), no tool running, no reply scheduler inserting, no MCP server."""
+        awaiting at close: no speech queued or speaking, no user turn, handoff or
+        delivery running (the session's scope), no tool running, no reply scheduler
+        inserting, no MCP server."""
         if self._mcp is not None or self._scope.live() or self._tool_scope.live():
             return False
         if not self._tool_scheduler.closes_at_once():
             return False
-        if any(a.agent._mcp is not None for a in self._activities):
-            return False
+        for a in self._activities:
+            if a.agent._mcp is not None or a._current is not None or a._queue:
+                return False  # (a speech queued or speaking: the task path, as before)
         return self._background is None or self._background.closes_at_once()
 
     def _close_at_once(self) -> None:
