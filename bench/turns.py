@@ -23,10 +23,12 @@ all turns).
 
 The floor (``FloorLoop`` in ``_common.py``: a task per reply, an async-generator
 model yielding five deltas, two items appended, three callbacks, and no backline)
-runs ``--floor-turns`` turns right before each measured session, in the same
-process and event loop. Each session's CPU per turn is divided by the floor measured
-just before it, and "x floor" is the median of those ratios over the sessions: a
-slower machine or other load slows both, and cancels out. The Targets block checks:
+runs ``--floor-turns`` turns with each measured session, in the same process and
+event loop, in blocks between the session's blocks of 50 turns (one before each
+block and one after the last). Each session's CPU per turn is divided by its
+floor's, and "x floor" is the median of those ratios over the sessions: a slower
+machine or other load, even a change of speed during a session, slows both and
+cancels out. The Targets block checks:
   text push ≤ 4x floor, tool push ≤ 7x floor (short history)
   text run ≤ 1.5x text push, tool run ≤ 1.5x tool push (ratios of their "x floor")
   text and tool push at the grown history ≤ 1.2x their short-history "x floor"
@@ -58,7 +60,6 @@ from _common import (
     TurnWaiter,
     idle_turn,
     make_session,
-    measure_floor,
     print_table,
     print_targets,
     run,
@@ -113,22 +114,59 @@ async def warmed_session(scenario: str, warmup: int) -> AsyncIterator[tuple[Any,
         yield session, do_turn
 
 
-async def one_session(scenario: str, acc: Rows, *, turns: int, warmup: int, history: int) -> None:
+BLOCK = 50  # measured turns between two floor blocks
+
+
+async def one_session(
+    scenario: str, acc: Rows, *, turns: int, warmup: int, history: int, floor_turns: int
+) -> None:
+    """One session's turns, in blocks of ``BLOCK`` with a floor block before each
+    block and after the last (``floor_turns`` in all, on one ``FloorLoop``): the
+    session and its floor share every stretch of the run, so a change of the
+    machine's speed during the session slows both."""
     async with warmed_session(scenario, warmup) as (session, do_turn):
         i = 0
         while len(session.history) < history:
             await idle_turn(session, f"history {i}")  # growth through real turns
             i += 1
         acc.hist_start.append(len(session.history))
+        floor = FloorLoop() if floor_turns else None
+        blocks = max(1, -(-turns // BLOCK))
+        per_floor_block = max(1, floor_turns // (blocks + 1))
+        if floor is not None:
+            for j in range(100):
+                await floor.turn(f"warm-up {j}")
+        floor_cpu = 0.0
+        floor_done = 0
+
+        async def floor_block() -> None:
+            nonlocal floor_cpu, floor_done
+            if floor is None:
+                return
+            f0 = time.process_time()
+            for j in range(per_floor_block):
+                await floor.turn(f"turn {j}")
+            floor_cpu += time.process_time() - f0
+            floor_done += per_floor_block
+
         gc.collect()
-        c0 = time.process_time()
+        cpu = 0.0
         w0 = time.perf_counter()
-        for i in range(turns):
-            t = time.perf_counter()
-            await do_turn(session, f"turn {i}")
-            acc.wall.append(time.perf_counter() - t)
+        done = 0
+        while done < turns:
+            await floor_block()
+            c0 = time.process_time()
+            for i in range(done, min(turns, done + BLOCK)):
+                t = time.perf_counter()
+                await do_turn(session, f"turn {i}")
+                acc.wall.append(time.perf_counter() - t)
+            cpu += time.process_time() - c0
+            done = min(turns, done + BLOCK)
+        await floor_block()
         acc.wall_total += time.perf_counter() - w0
-        acc.cpu_us.append((time.process_time() - c0) / turns * 1e6)
+        acc.cpu_us.append(cpu / turns * 1e6)
+        if floor_done:
+            acc.floor_us.append(round(floor_cpu / floor_done * 1e6, 2))
         acc.measured += turns
         acc.hist_end.append(len(session.history))
 
@@ -142,16 +180,14 @@ async def measure(
     histories: tuple[int, ...],
     floor_turns: int,
 ) -> list[dict[str, Any]]:
-    """``repeats`` sessions per history size, alternating the sizes, each session
-    right after a floor run; one result row per history size."""
+    """``repeats`` sessions per history size, alternating the sizes, each with its
+    floor run in blocks between its own; one result row per history size."""
     accs = {h: Rows() for h in histories}
     for _ in range(repeats):
         for h in histories:
-            acc = accs[h]
-            if floor_turns:
-                floor = await measure_floor(turns=floor_turns, repeats=1, warmup=100)
-                acc.floor_us.append(floor.median_us)
-            await one_session(scenario, acc, turns=turns, warmup=warmup, history=h)
+            await one_session(
+                scenario, accs[h], turns=turns, warmup=warmup, history=h, floor_turns=floor_turns
+            )
     rows = []
     for h, acc in accs.items():
         ratios = [c / f for c, f in zip(acc.cpu_us, acc.floor_us, strict=False)]
@@ -171,7 +207,7 @@ async def measure(
                 "cpu_us_per_session": [round(c, 1) for c in acc.cpu_us],
                 "floor_us": round(statistics.median(acc.floor_us), 2) if ratios else None,
                 "floor_us_per_session": acc.floor_us,
-                # Each session against the floor run just before it, median over sessions.
+                # Each session against the floor run between its blocks, median over sessions.
                 "x_floor": round(statistics.median(ratios), 3) if ratios else None,
             }
         )
@@ -215,7 +251,7 @@ def targets_from(results: list[dict[str, Any]], history: int) -> list[Target]:
     def ratio(a: float | None, b: float | None) -> float | None:
         return None if a is None or b is None else round(a / b, 3)
 
-    per_session = "session CPU ÷ floor before it, median"
+    per_session = "session CPU ÷ its interleaved floor, median"
     run_vs_push = "run's x floor ÷ push's x floor"
     grown_vs_short = "grown x floor ÷ short x floor"
     grown = f"history {history:,}"
@@ -241,12 +277,12 @@ def targets_from(results: list[dict[str, Any]], history: int) -> list[Target]:
 
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
-    p.add_argument("--turns", type=int, default=200, help="measured turns per session")
+    p.add_argument("--turns", type=int, default=400, help="measured turns per session")
     p.add_argument("--repeats", type=int, default=7, help="sessions per scenario and history")
     p.add_argument("--warmup", type=int, default=20, help="unmeasured turns first")
     p.add_argument("--history", type=int, default=5000, help="history size of the 'grown' runs")
     p.add_argument(
-        "--floor-turns", type=int, default=2000, help="floor turns before each session (0: none)"
+        "--floor-turns", type=int, default=2000, help="floor turns with each session (0: none)"
     )
     p.add_argument(
         "--cycle-turns", type=int, default=200, help="turns for cyclic garbage per turn (0: skip)"
@@ -341,7 +377,7 @@ def main() -> None:
     )
     if floors:
         print(
-            f"\nfloor (FloorLoop, {args.floor_turns} turns before each session): "
+            f"\nfloor (FloorLoop, {args.floor_turns} turns with each session): "
             f"median {floor_median} µs CPU per turn, best {min(floors)}, "
             f"worst {max(floors)} over {len(floors)} runs"
         )
