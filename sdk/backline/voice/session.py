@@ -593,10 +593,10 @@ class Session(Generic[UserdataT]):
 
     def _has_followup_work(self) -> bool:
         """Another speech is committed to follow: one rule, used at every speech end."""
-        if self._user_turns or self._handoffs_pending or self._switching or self._pending_turns:
-            return True  # (the first half of _work_in_progress, inline: asked at every refresh)
+        if self._work_in_progress():
+            return True
         activity = self._activity
-        if activity is not None and not activity._paused and (activity.entering or activity._queue):
+        if activity is not None and activity._queue and not activity._paused:
             return True
         replies = self._tool_runner.scheduler
         if (replies._taking or replies._pending) and replies.owes_reply():
