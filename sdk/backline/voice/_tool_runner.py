@@ -110,6 +110,13 @@ class CallState:
     def __repr__(self) -> str:
         return f"CallState({self.call.name}, {self.call.call_id})"
 
+    @property
+    def lock(self) -> asyncio.Lock:
+        """Orders the call's updates and its final reply (made at the first update)."""
+        if self._lock is None:
+            self._lock = asyncio.Lock()
+        return self._lock
+
     def _wake(self) -> None:
         waiter = self.waiter
         if waiter is not None and not waiter.done():
@@ -143,9 +150,7 @@ class CallState:
         runner = self.runner
         cid = self.call.call_id
         message = runner.capped(message, self.call.name, f"an update of tool '{self.call.name}'")
-        if self._lock is None:
-            self._lock = asyncio.Lock()
-        async with self._lock:
+        async with self.lock:
             if not self.detached:
                 self.detached = True
                 item = FunctionCallOutput(
@@ -356,9 +361,7 @@ class ToolRunner:
             if outcome.returned_none:
                 return  # a None return after updates adds nothing
             text, is_error = out.output, out.is_error
-        if state._lock is None:
-            state._lock = asyncio.Lock()
-        async with state._lock:
+        async with state.lock:
             await self.enqueue_pair(state, f"{cid}_final", text, is_error=is_error)
 
     async def enqueue_pair(
