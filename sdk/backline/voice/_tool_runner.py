@@ -245,16 +245,25 @@ class ToolRunner:
     async def _run(self, state: CallState) -> ToolOutcome:
         token = current_call.set(state)
         try:
-            run_ctx: RunContext[Any] = RunContext(
-                session=self.session,
-                speech_handle=state.speech,
-                function_call=state.call,
-                state=state,
-            )
-            try:
-                outcome = await self._invoke(state, run_ctx)
-            finally:
-                run_ctx._detach()
+            tool = state.tool
+            if (
+                tool is not None
+                and tool._context_param is None
+                and not tool._raw
+                and type(tool).invoke is FunctionTool.invoke
+            ):
+                outcome = await self._invoke(state, None)  # it takes no RunContext
+            else:
+                run_ctx: RunContext[Any] = RunContext(
+                    session=self.session,
+                    speech_handle=state.speech,
+                    function_call=state.call,
+                    state=state,
+                )
+                try:
+                    outcome = await self._invoke(state, run_ctx)
+                finally:
+                    run_ctx._detach()
             if state.detached:
                 await self._finish_deferred(state, outcome)
             return outcome
@@ -265,7 +274,7 @@ class ToolRunner:
             # garbage collector, whose passes then dominate with many sessions).
             current_call.reset(token)
 
-    async def _invoke(self, state: CallState, run_ctx: RunContext[Any]) -> ToolOutcome:
+    async def _invoke(self, state: CallState, run_ctx: RunContext[Any] | None) -> ToolOutcome:
         call = state.call
         tool = state.tool
         if tool is None:
