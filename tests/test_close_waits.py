@@ -9,10 +9,11 @@ itself cancelled still waits (within the bound) before it re-raises.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import gc
 import logging
 from collections import Counter
-from collections.abc import AsyncGenerator
+from collections.abc import AsyncGenerator, Iterator
 from typing import Any
 
 import pytest
@@ -24,6 +25,24 @@ from backline.testing import ScriptedLLM, VirtualClock, text
 from backline.voice._tasks import cancel_and_wait
 
 from .conftest import cyclic_garbage
+
+
+@contextlib.contextmanager
+def tasks_made() -> Iterator[list[Any]]:
+    """The coroutine names of the tasks the running loop makes inside the block."""
+    loop = asyncio.get_running_loop()
+    made: list[Any] = []
+    factory = loop.get_task_factory()
+
+    def counting(lp: asyncio.AbstractEventLoop, coro: Any, **kw: Any) -> asyncio.Task[Any]:
+        made.append(getattr(coro, "__qualname__", coro))
+        return asyncio.Task(coro, loop=lp, **kw)
+
+    loop.set_task_factory(counting)
+    try:
+        yield made
+    finally:
+        loop.set_task_factory(factory)
 
 
 async def _parked() -> None:
@@ -120,7 +139,6 @@ WORKER = background("worker", description="Does nothing.")(_worker)
 async def test_closing_an_idle_session_makes_no_task() -> None:
     """Nothing but the agent's and the background's own tasks to wait for: the close
     runs in no task of its own; its one wait is driven by their done callbacks."""
-    loop = asyncio.get_running_loop()
     session: Session[Any] = Session(
         ScriptedLLM(lambda _: text("Fine."), record=False),
         output=TextOutput(),
@@ -128,18 +146,8 @@ async def test_closing_an_idle_session_makes_no_task() -> None:
     )
     await session.start(Agent("Help."))
     await session.run(user_input="hello")
-    made: list[Any] = []
-    factory = loop.get_task_factory()
-
-    def counting(lp: asyncio.AbstractEventLoop, coro: Any, **kw: Any) -> asyncio.Task[Any]:
-        made.append(getattr(coro, "__qualname__", coro))
-        return asyncio.Task(coro, loop=lp, **kw)
-
-    loop.set_task_factory(counting)
-    try:
+    with tasks_made() as made:
         await session.aclose()
-    finally:
-        loop.set_task_factory(factory)
     assert made == []
     assert session.closed
     assert session.background is not None
@@ -338,18 +346,9 @@ async def test_work_that_starts_during_a_close_at_once_is_closed_by_the_task_pat
     await session.start(Agent("Help."))
     session.push_user_turn("hi")
     await asyncio.wait_for(llm.waiting.wait(), 5)
-    loop = asyncio.get_running_loop()
-    made: list[Any] = []
-    factory = loop.get_task_factory()
-
-    def counting(lp: asyncio.AbstractEventLoop, coro: Any, **kw: Any) -> asyncio.Task[Any]:
-        made.append(getattr(coro, "__qualname__", coro))
-        return asyncio.Task(coro, loop=lp, **kw)
-
-    loop.set_task_factory(counting)
     start = virtual_clock.now()
     try:
-        with caplog.at_level(logging.WARNING, logger="backline"):
+        with tasks_made() as made, caplog.at_level(logging.WARNING, logger="backline"):
             await session.aclose()
         assert started.is_set()
         assert "Session._aclose" in made  # the close at once handed the rest to a task
@@ -357,6 +356,5 @@ async def test_work_that_starts_during_a_close_at_once_is_closed_by_the_task_pat
         assert virtual_clock.now() - start == pytest.approx(5.1)  # the tool scope's bound
         assert "tool stubborn ignored cancellation" in caplog.text
     finally:
-        loop.set_task_factory(factory)
         release.set()
         await asyncio.sleep(2)

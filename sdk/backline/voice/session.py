@@ -272,13 +272,7 @@ class Session(Generic[UserdataT]):
                 self._closing = True
                 self._close_task = asyncio.ensure_future(self._aclose(drain))
         # A cancelled caller stops waiting; the close goes on (it runs in no caller).
-        while not self._closed:
-            waiter = self._changed.waiter()
-            try:
-                await waiter
-            except asyncio.CancelledError:
-                self._changed.discard(waiter)
-                raise
+        await self._wait_for(lambda: self._closed, even_when_closing=True)
         task = self._close_task
         if task is not None and task.done():
             task.result()
@@ -493,11 +487,9 @@ class Session(Generic[UserdataT]):
         if self._user_state == "away":
             self._set_user_state("listening")
         else:
-            # Restart the window: disarm now (AwayTimer.cancel, inline); the refresh
-            # that push_user_turn ends with re-arms a full window if the timer may
-            # still run (saves arming a timer that the turn's own state change
-            # disarms at once).
-            self._away._deadline = None
+            # Restart the window: disarm now; the refresh that push_user_turn ends
+            # with re-arms a full window if the timer may still run.
+            self._away.cancel()
         if self._switching or self._handoffs_pending:
             self._pending_turns.append(text)
             self._refresh()
@@ -644,8 +636,7 @@ class Session(Generic[UserdataT]):
                     self._agent_state = new
                     if "agent_state_changed" in self._emitter._listeners:
                         # (to the listeners only: a run() does not collect states)
-                        event = _STATE_EVENTS.get((old, new)) or _state_changed(old, new)
-                        self._emitter.emit(event)
+                        self._emitter.emit(_state_changed(old, new))
                 away = self._away
                 if self._agent_state == "listening" or away._deadline is not None:
                     away.reevaluate()  # (otherwise it could neither arm nor disarm)
