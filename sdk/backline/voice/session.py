@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import functools
 import logging
 from collections.abc import Callable, Iterable, Sequence
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
@@ -13,17 +12,16 @@ from ..llm.chat_context import ChatContext, ChatItem, ChatMessage
 from ..llm.llm import LLM
 from ..llm.realtime import RealtimeSession
 from ..llm.tools import FunctionTool, ToolChoice
-from . import _handoffs, _user_turns
+from . import _closing, _handoffs, _user_turns
 from ._activity import AgentActivity
 from ._away import AwayTimer
 from ._reply_scheduler import ReplyScheduler
-from ._tasks import Signal, TaskScope, when_empty
+from ._tasks import Signal, TaskScope
 from ._tool_runner import ToolRunner
 from .agent import Agent, AgentTask, check_tool_names
 from .events import (
     AgentState,
     AgentStateChanged,
-    CloseEvent,
     ConversationItemAdded,
     Event,
     EventEmitter,
@@ -266,8 +264,8 @@ class Session(Generic[UserdataT]):
         """Close the conversation. With ``drain``, current speech may finish first
         (bounded). Idempotent, bounded, and it never hangs."""
         if not self._closing:
-            if not drain and self._closes_at_once():
-                self._close_at_once()
+            if not drain and _closing.closes_at_once(self):
+                _closing.close_at_once(self)
             else:
                 self._closing = True
                 self._close_task = asyncio.ensure_future(self._aclose(drain))
@@ -277,106 +275,8 @@ class Session(Generic[UserdataT]):
         if task is not None and task.done():
             task.result()
 
-    def _closes_at_once(self) -> bool:
-        """Whether nothing but the agents' and the backgrounds' own tasks needs
-        awaiting at close: no speech queued or speaking, no user turn, handoff or
-        delivery running (the session's scope), no tool running, no reply scheduler
-        inserting, no MCP server."""
-        if self._mcp is not None or self._scope.live() or self._tool_scope.live():
-            return False
-        if not self._tool_scheduler.closes_at_once():
-            return False
-        for a in self._activities:
-            if a.agent._mcp is not None or a._current is not None or a._queue:
-                return False  # (a speech queued or speaking: the task path, as before)
-        return self._background is None or self._background.closes_at_once()
-
-    def _close_at_once(self) -> None:
-        """The close when ``_closes_at_once()``: what ``_aclose`` does, in its order,
-        without a task. Every task of the agents and the backgrounds is told to stop
-        now (an idle speech loop is woken, the others are cancelled); one bounded wait
-        for their scopes to empty (``when_empty``), then ``_finish_at_once``. Thousands
-        of sessions may close at once: no task, no coroutine, a few loop iterations."""
-        self._closing = True
-        self._away.stop()
-        self._refresh()
-        scopes: list[TaskScope] = []
-        try:
-            if self._background is not None:
-                scopes.append(self._background.cancel_for_close())
-            self._tool_scheduler.close_now()
-            self._scope.cancel()  # closes it: nothing runs in it
-            for activity in reversed(self._activities):
-                activity.interrupt_all(force=True)
-            for activity in reversed(self._activities):
-                scopes.append(activity.cancel_for_close())
-        except BaseException as e:  # pragma: no cover - close must finish whatever happens
-            logger.exception("error while closing the session")
-            when_empty(scopes, functools.partial(self._finish_at_once, e), owner="session")
-            return
-        when_empty(scopes, self._finish_at_once, owner="session")
-
-    def _finish_at_once(self, error: BaseException | None = None) -> None:
-        """After ``_close_at_once``'s wait: the rest of the close, at once unless work
-        started meanwhile (then ``_aclose`` does what is left, in a task)."""
-        try:
-            while self._activities:
-                self._activities.pop().finish_close()  # no MCP server: nothing to unmount
-            done = self._background is None or self._background.close_now()
-            if not done or self._scope.live() or self._tool_scope.live():
-                self._close_task = asyncio.ensure_future(self._aclose(False))
-                return
-            self._tool_scope.cancel()  # closes it: nothing runs in it
-        except BaseException as e:  # pragma: no cover - close must finish whatever happens
-            logger.exception("error while closing the session")
-            error = error or e
-        self._end_close(error)
-
     async def _aclose(self, drain: bool) -> None:
-        self._closing = True
-        self._away.stop()
-        self._refresh()
-        error: BaseException | None = None
-        try:
-            if self._background is not None:
-                # Closed and cancelled now, waited for once the agents are closed: the
-                # two waits overlap (thousands of sessions may close at once).
-                self._background.stop()
-            await self._tool_scheduler.aclose()
-            if drain:
-                # The current agent first, then the agents paused under it; speech
-                # blocked on an inline task is exempt (it would wait for user input).
-                for activity in reversed(list(self._activities)):
-                    await activity.drain()
-            # No new agent can start once closing is set; stop the session's own
-            # tasks (user turns, handoffs) first, then every agent, then the tools.
-            await self._scope.aclose()
-            for activity in reversed(list(self._activities)):
-                activity.interrupt_all(force=True)
-            while self._activities:
-                await self._activities.pop().aclose()
-            if self._background is not None:
-                await self._background.aclose()
-            await self._tool_scope.aclose()
-            if self._mcp is not None:  # last: tool calls are over; stops its servers
-                await self._mcp.aclose()
-        except BaseException as e:  # pragma: no cover - close must finish whatever happens
-            error = e
-            logger.exception("error while closing the session")
-        finally:
-            self._end_close(error)
-
-    def _end_close(self, error: BaseException | None) -> None:
-        self._closed = True
-        self._pending_turns.clear()  # turns held for a handoff that never comes
-        self._away.stop()
-        self._refresh()  # the state a closed session reports, and wakes waiters (aclose)
-        if self._started:
-            from ..plugins import _session_hooks
-
-            _session_hooks.session_closed(self)
-        if self._wants("close"):
-            self.emit(CloseEvent(reason="error" if error else "user", error=error))
+        await _closing.close_in_task(self, drain)
 
     # -- speaking ---------------------------------------------------------------
     def _require_activity(self) -> AgentActivity:
