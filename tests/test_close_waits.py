@@ -21,8 +21,8 @@ import pytest
 from backline import Agent, Session, TextOutput, background, function_tool
 from backline.llm import ChatChunk, LLMStream
 from backline.llm.llm import ToolCallChunk
+from backline.tasks import cancel_and_wait
 from backline.testing import ScriptedLLM, VirtualClock, text
-from backline.voice._tasks import cancel_and_wait
 
 from .conftest import cyclic_garbage
 

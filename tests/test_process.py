@@ -1,4 +1,4 @@
-"""backline._process: the one place that starts and stops child processes."""
+"""backline.processes: the one place that starts and stops child processes."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import sys
 
 import pytest
 
-from backline._process import spawn, stop_process
+from backline.processes import spawn, stop_process
 
 STUBBORN = """
 import os, signal, subprocess, sys, time

@@ -11,8 +11,8 @@ from typing import Any
 
 import pytest
 
-from backline._process import spawn, stop_process
 from backline.mcp import Endpoint
+from backline.processes import spawn, stop_process
 from backline.testing.fake_anthropic import CLAUDE_CODE_CLEARED_ENV, FakeAnthropicServer
 
 claude_agent_sdk = pytest.importorskip("claude_agent_sdk")

@@ -27,7 +27,7 @@ from typing import Any
 
 from backline_claude_code.testing import ScriptedWorld, isolated_claude_env
 
-from backline._process import spawn, stop_process
+from backline.processes import spawn, stop_process
 from backline.testing import fake_anthropic as fa
 
 from .browser import chromium, find_chromium, open_page

@@ -5,7 +5,7 @@ stops the process.
 to exit before it terminates it, and a cancellation landing in it (a session
 closing) can leave the process running. ``ClaudeClient.close()`` gives the SDK's
 own disconnect a short grace, then stops the process itself with
-``backline._process.stop_process`` (SIGTERM, then SIGKILL, each bounded), then
+``backline.processes.stop_process`` (SIGTERM, then SIGKILL, each bounded), then
 lets the SDK release its tasks and pipes; it runs to its end even when the
 caller is cancelled, and within ``CLOSE_BOUND`` seconds.
 
@@ -20,7 +20,7 @@ import contextlib
 import logging
 from typing import Any
 
-from backline._process import stop_process
+from backline.processes import stop_process
 
 logger = logging.getLogger("backline.claude_code")
 

@@ -1,6 +1,6 @@
 """The agent's processes: one per task, or one persistent Claude Code (stream-json).
 
-Both start with ``backline._process.spawn`` (a process group of their own) and stop
+Both start with ``backline.processes.spawn`` (a process group of their own) and stop
 with ``stop_process`` (bounded: SIGINT, SIGTERM, SIGKILL), also when the task that
 runs them is cancelled: a closed conversation leaves no process behind.
 """
@@ -16,7 +16,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from pathlib import Path
 from typing import Any
 
-from backline._process import STOP_STEP_TIMEOUT, spawn, stop_process
+from backline.processes import STOP_STEP_TIMEOUT, spawn, stop_process
 
 from .config import Launch
 

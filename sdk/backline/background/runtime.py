@@ -12,8 +12,8 @@ from ..limits import truncate_text
 from ..llm.chat_context import ChatMessage, new_id
 from ..llm.tool_output import json_snapshot
 from ..llm.tools import FunctionTool
+from ..tasks import Signal, TaskScope, wait_cancelled
 from ..voice._reply_scheduler import Pending, ReplyScheduler, SchedulerClosed
-from ..voice._tasks import Signal, TaskScope, wait_cancelled
 from ..voice.events import BackgroundMessage, BackgroundReply, BackgroundState, BackgroundStatus
 from ._grace import GraceWindow
 from .context import UNSET, BackgroundContext

@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..limits import DEFAULT_LIMITS, Limits
+from ..voice.observers import add_session_observer, remove_session_observer
 from ._discovery import ENV_PORT, ENV_TOKEN, announce, withdraw
 from ._registry import SessionRegistry
 
@@ -69,9 +70,7 @@ class _Shared:
             self._start(), name="backline MCP endpoint start"
         )
         self.task.add_done_callback(_consume_failure)
-        from ..plugins import _session_hooks
-
-        _session_hooks.add_observer(self._observe)
+        add_session_observer(self._observe)
 
     def _observe(self, hook: str, session: Any) -> None:
         if hook == "session_started" and getattr(session, "background", None) is not None:
@@ -127,9 +126,7 @@ class _Shared:
             raise
 
     async def _close(self) -> None:
-        from ..plugins import _session_hooks
-
-        _session_hooks.remove_observer(self._observe)
+        remove_session_observer(self._observe)
         if self.announcement is not None:
             withdraw(self.announcement)
         if not self.task.done():

@@ -24,7 +24,7 @@ from typing import Any, TextIO
 
 from ..limits import DEFAULT_LIMITS, Limits
 from ..llm.tools import FunctionTool, ToolError
-from ..voice._tasks import TaskScope
+from ..tasks import TaskScope
 from ._config import MCPServerConfig, MCPServerHTTP, MCPServerStdio, check_servers
 
 logger = logging.getLogger("backline.mcp")

@@ -25,7 +25,12 @@ from typing import TYPE_CHECKING, Any
 import pluggy
 
 from ..limits import DEFAULT_LIMITS, Limits
-from . import _hookspecs, _session_hooks
+from ..voice.observers import (
+    add_session_observer,
+    has_session_observer,
+    remove_session_observer,
+)
+from . import _hookspecs
 from ._hookspecs import OBSERVER_HOOKS, PROJECT_NAME, REGISTRATION_HOOKS
 from ._isolation import Isolation, Outcome, PluginTimeout
 from ._registry import (
@@ -539,14 +544,14 @@ class PluginManager:
     # -- session observers ------------------------------------------------------------------
     def activate(self) -> None:
         """Forward every session's start and close to this manager's observer hooks."""
-        _session_hooks.add_observer(self._observe)
+        add_session_observer(self._observe)
 
     def deactivate(self) -> None:
-        _session_hooks.remove_observer(self._observe)
+        remove_session_observer(self._observe)
 
     @property
     def active(self) -> bool:
-        return _session_hooks.has_observer(self._observe)
+        return has_session_observer(self._observe)
 
     def _observe(self, hook: str, session: Any) -> None:
         if hook not in OBSERVER_HOOKS:

@@ -24,6 +24,7 @@ from .events import (
     UserStateChanged,
 )
 from .io import InMemoryTextOutput, PlayoutResult, TextOutput
+from .observers import SessionObserver, add_session_observer, remove_session_observer
 from .run_context import RunContext
 from .run_result import (
     AgentHandoffRunEvent,
@@ -68,6 +69,7 @@ __all__ = [
     "RunEvent",
     "RunResult",
     "Session",
+    "SessionObserver",
     "SpeechCreated",
     "SpeechHandle",
     "TextOutput",
@@ -75,4 +77,6 @@ __all__ = [
     "ToolUpdated",
     "UserState",
     "UserStateChanged",
+    "add_session_observer",
+    "remove_session_observer",
 ]

@@ -13,14 +13,14 @@ from typing import TYPE_CHECKING, Any
 from ..llm.chat_context import ChatItem, ChatMessage
 from ..llm.llm import LLM
 from ..llm.tools import FunctionTool
-from . import _replies
-from ._context import current_call, current_on_enter
-from ._tasks import (
+from ..tasks import (
     CancelWhenDone,
     TaskScope,
     done_within,
     first_completed,
 )
+from . import _replies
+from ._context import current_call, current_on_enter
 from .agent import Agent
 from .events import ErrorEvent
 from .io import PlayoutResult, TextOutput

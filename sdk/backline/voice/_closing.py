@@ -11,7 +11,8 @@ import functools
 import logging
 from typing import TYPE_CHECKING, Any
 
-from ._tasks import TaskScope, when_empty
+from ..tasks import TaskScope, when_empty
+from . import observers
 from .events import CloseEvent
 
 if TYPE_CHECKING:
@@ -119,8 +120,6 @@ def end_close(session: Session[Any], error: BaseException | None) -> None:
     session._away.stop()
     session._refresh()  # the state a closed session reports, and wakes waiters (aclose)
     if session._started:
-        from ..plugins import _session_hooks
-
-        _session_hooks.session_closed(session)
+        observers.notify("session_closed", session)
     if session._wants("close"):
         session.emit(CloseEvent(reason="error" if error else "user", error=error))

@@ -13,8 +13,8 @@ from typing import TYPE_CHECKING, Any, Literal
 from ..llm.chat_context import ChatItem, ChatMessage, FunctionCall, FunctionCallOutput
 from ..llm.llm import LLMStream, TextDelta, ToolCallChunk, Usage
 from ..llm.tools import FunctionTool, NamedToolChoice, ToolChoice
+from ..tasks import CancelWhenDone, cancel_and_wait
 from ._metrics import llm_metrics
-from ._tasks import CancelWhenDone, cancel_and_wait
 from ._tool_runner import CANCELLED_OUTPUT, CallState, ToolOutcome, error_output
 from .agent import Agent, AgentTask
 from .events import ErrorEvent, FunctionToolsExecuted

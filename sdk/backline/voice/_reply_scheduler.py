@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
 from ..llm.chat_context import ChatItem
-from ._tasks import cancel_and_wait
+from ..tasks import cancel_and_wait
 from .events import ReplyStatus
 
 if TYPE_CHECKING:

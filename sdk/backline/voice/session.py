@@ -12,11 +12,11 @@ from ..llm.chat_context import ChatContext, ChatItem, ChatMessage
 from ..llm.llm import LLM
 from ..llm.realtime import RealtimeSession
 from ..llm.tools import FunctionTool, ToolChoice
-from . import _closing, _handoffs, _user_turns
+from ..tasks import Signal, TaskScope
+from . import _closing, _handoffs, _user_turns, observers
 from ._activity import AgentActivity
 from ._away import AwayTimer
 from ._reply_scheduler import ReplyScheduler
-from ._tasks import Signal, TaskScope
 from ._tool_runner import ToolRunner
 from .agent import Agent, AgentTask, check_tool_names
 from .events import (
@@ -255,9 +255,7 @@ class Session(Generic[UserdataT]):
             raise
         self._started = True
         activity.start_on_enter()
-        from ..plugins import _session_hooks
-
-        _session_hooks.session_started(self)
+        observers.notify("session_started", self)
         self._refresh()
 
     async def aclose(self, *, drain: bool = False) -> None:

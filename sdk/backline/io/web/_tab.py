@@ -20,7 +20,7 @@ from starlette.websockets import WebSocket, WebSocketDisconnect
 from ..._queue import BoundedQueue, QueueFull
 from ...limits import DEFAULT_LIMITS, Limits
 from ...llm.chat_context import AgentHandoff, ChatMessage, FunctionCall
-from ...voice._tasks import cancel_and_wait, first_completed
+from ...tasks import cancel_and_wait, first_completed
 from .._diagnostics import describe_error
 from .._view import preview_state, shorten, summarize_state
 from . import protocol

@@ -1,4 +1,12 @@
-"""Owned tasks: every task has a scope that cancels and awaits it, within a bound."""
+"""Owned tasks: every task has a scope that cancels and awaits it, within a bound.
+
+The ground every layer of backline builds on, and public: a plugin that starts
+tasks of its own starts them in a ``TaskScope`` (``scope.create_task(...)``) and
+closes the scope on its one close path (``await scope.aclose()``), so nothing it
+starts outlives it and a close never hangs. ``Signal`` wakes waiters that re-check
+a condition; ``cancel_and_wait``, ``wait_cancelled``, ``when_empty``,
+``done_within`` and ``first_completed`` are the bounded waits the runtime uses.
+"""
 
 from __future__ import annotations
 
@@ -11,6 +19,19 @@ from typing import Any, TypeVar
 logger = logging.getLogger("backline")
 
 T = TypeVar("T")
+
+__all__ = [
+    "CLOSE_TIMEOUT",
+    "CancelWhenDone",
+    "Signal",
+    "TaskScope",
+    "cancel_and_wait",
+    "done_within",
+    "first_completed",
+    "forget_cancellation",
+    "wait_cancelled",
+    "when_empty",
+]
 
 CLOSE_TIMEOUT = 5.0
 

@@ -1,4 +1,5 @@
-"""The one place that starts and stops child processes.
+"""The one place that starts and stops child processes (public: plugins that run
+agents use it too).
 
 Every process backline starts (an agent CLI, an MCP server, a helper) goes through
 ``spawn``, and every one it stops goes through ``stop_process``: its own process
@@ -19,6 +20,8 @@ import sys
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, Protocol
+
+__all__ = ["STOP_STEP_TIMEOUT", "StoppableProcess", "spawn", "stop_process"]
 
 STOP_STEP_TIMEOUT = 2.0
 """How long each step of ``stop_process`` waits for the process to exit."""
