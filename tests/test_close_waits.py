@@ -154,19 +154,19 @@ async def test_closing_an_idle_session_makes_no_task() -> None:
     assert session.background.runtime("worker").status == "closed"  # type: ignore[union-attr]
 
 
-async def test_a_close_with_a_speech_queued_is_no_close_at_once() -> None:
-    """A turn pushed right before aclose() (``/quit`` after a piped line) is not an
-    idle session: the close takes the task path, and the queued reply, which the
-    agent's loop runs first, is said before the close interrupts what is left."""
-    session: Session[Any] = Session(
-        ScriptedLLM(lambda _: text("Fine."), record=False), output=TextOutput()
-    )
-    await session.start(Agent("Help."))
-    session.push_user_turn("last words")
-    await session.aclose()
-    assert session._close_task is not None  # the task path
-    said = [getattr(it, "content", None) for it in session.history.items]
-    assert said == ["last words", "Fine."]
+async def test_a_reply_queued_at_close_is_said_only_with_drain() -> None:
+    """A turn pushed right before ``aclose()`` is interrupted with the rest (nothing is
+    said); ``aclose(drain=True)`` lets the queued reply be said first (the console does
+    that when its input is a pipe: ``/quit`` after a piped line)."""
+    for drain, expected in ((False, ["last words"]), (True, ["last words", "Fine."])):
+        session: Session[Any] = Session(
+            ScriptedLLM(lambda _: text("Fine."), record=False), output=TextOutput()
+        )
+        await session.start(Agent("Help."))
+        session.push_user_turn("last words")
+        await session.aclose(drain=drain)
+        said = [getattr(it, "content", None) for it in session.history.items]
+        assert said == expected, drain
 
 
 async def test_a_background_cleans_up_while_the_agents_close_and_close_waits_for_it(
@@ -282,9 +282,8 @@ async def test_a_cancelled_caller_stops_waiting_and_the_close_goes_on() -> None:
 async def test_a_background_that_ignores_cancellation_is_abandoned_at_the_bound(
     virtual_clock: VirtualClock, caplog: pytest.LogCaptureFixture
 ) -> None:
-    """The one wait of a close at once is bounded; what is still running then is
-    logged and abandoned, and the rest of the close is done by the task path (which
-    cancels it once more, within its own bound), as before."""
+    """The one wait of a close is bounded; what is still running then is logged and
+    abandoned, and the close goes on (one bound, not one per step)."""
     release = asyncio.Event()
 
     async def stubborn(ctx: Any) -> None:
@@ -301,7 +300,7 @@ async def test_a_background_that_ignores_cancellation_is_abandoned_at_the_bound(
         with caplog.at_level(logging.WARNING, logger="backline"):
             await session.aclose()
         assert session.closed
-        assert virtual_clock.now() - start == pytest.approx(10.0)  # two bounds, as before
+        assert virtual_clock.now() - start == pytest.approx(5.0)  # the one bound
         assert "background stubborn ignored cancellation" in caplog.text
     finally:
         release.set()
@@ -328,7 +327,7 @@ class _SwallowingLLM:
         await asyncio.sleep(0.1)  # the tool starts, and ignores its cancellation
 
 
-async def test_work_that_starts_during_a_close_at_once_is_closed_by_the_task_path(
+async def test_work_that_starts_during_a_close_is_closed_within_its_bound(
     virtual_clock: VirtualClock, caplog: pytest.LogCaptureFixture
 ) -> None:
     release = asyncio.Event()
@@ -351,7 +350,7 @@ async def test_work_that_starts_during_a_close_at_once_is_closed_by_the_task_pat
         with tasks_made() as made, caplog.at_level(logging.WARNING, logger="backline"):
             await session.aclose()
         assert started.is_set()
-        assert "Session._aclose" in made  # the close at once handed the rest to a task
+        assert made == ["ToolRunner._run"]  # the tool's own task; the close made none
         assert session.closed
         assert virtual_clock.now() - start == pytest.approx(5.1)  # the tool scope's bound
         assert "tool stubborn ignored cancellation" in caplog.text

@@ -573,7 +573,7 @@ async def test_close_drops_buffered_replies_and_never_hangs(
     session.user_started_speaking()
     gate.set()
     await asyncio.sleep(0.1)
-    assert session._tool_scheduler.owes_reply()
+    assert session._tool_runner.scheduler.owes_reply()
     await session.aclose()
     assert rec.of("tool_reply") == []
     assert len(llm.requests) == 2

@@ -143,9 +143,9 @@ async def test_the_switch_lock_and_the_pause_slot_are_made_when_first_needed() -
     await s.run(user_input="hello")
     activity = s._activity
     assert activity is not None
-    assert s._switch_mutex is None and activity._pause_slot is None
-    lock, slot = s._switch_lock, activity.pause_slot
-    assert s._switch_lock is lock and activity.pause_slot is slot
+    assert s._switches._mutex is None and activity._pause_slot is None
+    lock, slot = s._switches._lock, activity.pause_slot
+    assert s._switches._lock is lock and activity.pause_slot is slot
     await s.aclose()
 
 

@@ -150,7 +150,7 @@ async def send_note(world: World, session: Session[Any], how: str) -> None:
     note = f"NOTE-{world.notes}"
     with contextlib.suppress(RuntimeError):  # closed meanwhile
         await ctx.send(note, silent=how == "silent")
-        if how == "silent" and (session._switching or session._handoffs_pending):
+        if how == "silent" and (session._switches.switching or session._switches.owed):
             world.following.append((note, world.handoffs))
 
 
@@ -259,15 +259,14 @@ def owed(s: Session[Any]) -> bool:
     """An oracle stated from the parts: a follow-up is committed."""
     a = s._activity
     current_busy = a is not None and not a.paused and bool(a.queued or a.entering)
-    bg = s.background
+    switches = s._switches
     return bool(
-        s._user_turns
-        or s._pending_turns
-        or s._handoffs_pending
-        or s._switching
+        s._turns.in_progress
+        or switches.held
+        or switches.owed
+        or switches.switching
         or current_busy
-        or s._tool_scheduler.owes_reply()
-        or (bg is not None and bg.owes_reply())
+        or any(scheduler.owes_reply() for scheduler in s._schedulers)
     )
 
 
@@ -312,7 +311,7 @@ def check(s: Session[Any], world: World, where: str) -> None:
             f"tools and {int(in_turn)} background turn"
         )
     check_pairs(s, where, world, closed=False)
-    stable = not (s._switching or s._handoffs_pending)
+    stable = not (s._switches.switching or s._switches.owed)
     if stable:
         for note, seen in world.following:
             if world.handoffs - seen <= 1 and not any(

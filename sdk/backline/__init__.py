@@ -38,6 +38,7 @@ from .llm import (
     function_tool,
     named_tool,
 )
+from .session import Session
 from .voice import (
     Agent,
     AgentHandoffEvent,
@@ -57,7 +58,7 @@ from .voice import (
     PlayoutResult,
     RunContext,
     RunResult,
-    Session,
+    SessionPart,
     SpeechCreated,
     SpeechHandle,
     TextOutput,
@@ -132,6 +133,7 @@ __all__ = [
     "RunContext",
     "RunResult",
     "Session",
+    "SessionPart",
     "SpeechCreated",
     "SpeechHandle",
     "StopResponse",

@@ -36,8 +36,8 @@ from .plugins import PluginError, PluginManager, UnknownNameError
 if TYPE_CHECKING:
     from .background.definition import BackgroundDefinition
     from .plugins import PluginInfo
+    from .session import Session
     from .voice.agent import Agent
-    from .voice.session import Session
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -230,7 +230,7 @@ def build_session(
     manager is activated, so plugins observe the session's start and close.
     Start it with ``async with session: await session.start(agent)``.
     """
-    from .voice.session import Session
+    from .session import Session
 
     backgrounds = check_options(manager, options)
     llm_options: dict[str, Any] = {} if options.model is None else {"model": options.model}

@@ -27,6 +27,7 @@ __all__ = [
     "TaskScope",
     "cancel_and_wait",
     "done_within",
+    "emptied",
     "first_completed",
     "forget_cancellation",
     "wait_cancelled",
@@ -257,6 +258,25 @@ def when_empty(
         then()
 
 
+async def emptied(
+    scopes: list[TaskScope], *, timeout: float = CLOSE_TIMEOUT, owner: str = "backline"
+) -> None:
+    """Wait until every one of ``scopes`` (cancelled: ``cancel()``) has no task left,
+    or ``timeout`` seconds (then what still runs is logged and abandoned): ``when_empty``
+    as an awaitable. A caller that is cancelled stops waiting; the scopes' tasks were
+    told to stop already."""
+    if not any(s._tasks for s in scopes):
+        return
+    waiter: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+
+    def done() -> None:
+        if not waiter.done():
+            waiter.set_result(None)
+
+    when_empty(scopes, done, timeout=timeout, owner=owner)
+    await waiter
+
+
 async def _shielded_wait(
     tasks: list[asyncio.Task[Any]], timeout: float
 ) -> tuple[set[asyncio.Task[Any]], set[asyncio.Task[Any]]]:
@@ -436,3 +456,45 @@ class Signal:
             await fut
         finally:
             self.discard(fut)
+
+    async def wait_until(
+        self,
+        predicate: Callable[[], bool],
+        *,
+        timeout: float | None = None,
+        stop: Callable[[], bool] | None = None,
+    ) -> bool:
+        """Wait until ``predicate()`` holds, re-checked at every ``notify()``: True then;
+        False once ``stop()`` holds, or after ``timeout`` seconds.
+
+        One timer bounds the whole wait (not one per wake-up: a conversation's turn
+        wakes its waiters several times)."""
+        if predicate():
+            return True
+        if timeout is not None and timeout <= 0:
+            return False
+        waiter: asyncio.Future[None] | None = None
+        expired = False
+
+        def expire() -> None:
+            nonlocal expired
+            expired = True
+            if waiter is not None and not waiter.done():
+                waiter.set_result(None)
+
+        timer = None if timeout is None else asyncio.get_running_loop().call_later(timeout, expire)
+        try:
+            while True:
+                if predicate():
+                    return True
+                if (stop is not None and stop()) or expired:
+                    return False
+                waiter = self.waiter()
+                try:
+                    await waiter
+                except asyncio.CancelledError:
+                    self.discard(waiter)
+                    raise
+        finally:
+            if timer is not None:
+                timer.cancel()

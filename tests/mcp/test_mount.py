@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from backline import Agent, FunctionCallOutput, Session, function_tool
-from backline.mcp import MCPServerHTTP, MCPServerStdio
+from backline.mcp import MCPServerHTTP, MCPServerStdio, McpToolset
 from backline.testing import LLMRequest, ScriptedLLM, ScriptedResponse, text, tool_calls
 from tests.mcp.conftest import in_own_task
 
@@ -185,7 +185,9 @@ async def test_progress_makes_the_call_a_deferred_tool(
 async def test_tools_list_changed_refreshes_the_tools(mounted: tuple[Session[Any], Caller]) -> None:
     session, caller = mounted
     changed = asyncio.Event()
-    session._mcp.on_change = changed.set  # type: ignore[union-attr]
+    (toolset,) = session.parts
+    assert isinstance(toolset, McpToolset)
+    toolset.on_change = changed.set
 
     assert await ask(session, caller, ("weather__grow", {})) == "added humidity"
     await asyncio.wait_for(changed.wait(), RUN)

@@ -13,7 +13,7 @@ from click.testing import CliRunner
 from backline import Agent, Session
 from backline.cli import SessionOptions, build_session, make_cli
 from backline.llm.anthropic import AnthropicLLM
-from backline.mcp import MCPServerHTTP, MCPServerStdio, load_mcp_config
+from backline.mcp import MCPServerHTTP, MCPServerStdio, McpToolset, load_mcp_config
 from backline.plugins import PluginManager
 from backline.testing import fake_anthropic as fa
 from tests.mcp.test_mount import RUN, WEATHER
@@ -114,8 +114,9 @@ def test_build_session_mounts_the_servers_of_mcp_config(
 
     session, _ = build_session(manager, SessionOptions(mcp_config=str(config)))
 
-    assert session._mcp is not None
-    assert [s.config.name for s in session._mcp._servers] == ["weather"]
+    (toolset,) = session.parts
+    assert isinstance(toolset, McpToolset)
+    assert [s.config.name for s in toolset._servers] == ["weather"]
     manager.deactivate()
 
 

@@ -8,6 +8,7 @@ from .definition import (
     UpdatePromptArgs,
     background,
 )
+from .runtime import BackgroundManager, background_of
 from .tools import RESERVED_TOOL_NAMES, SEND_TOOL, STATE_TOOL
 
 __all__ = [
@@ -17,8 +18,10 @@ __all__ = [
     "UNSET",
     "BackgroundContext",
     "BackgroundDefinition",
+    "BackgroundManager",
     "HandlingOptions",
     "ReplyPromptArgs",
     "UpdatePromptArgs",
     "background",
+    "background_of",
 ]

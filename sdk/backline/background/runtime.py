@@ -1,20 +1,34 @@
-"""Background runtimes: one per definition per session start, owned by a manager."""
+"""Background runtimes: one per definition per session start, owned by a manager.
+
+The manager is a session part (``backline.voice.parts.SessionPart``): it gives the
+voice agent ``backline_send`` and ``backline_state`` (reserved names), starts every
+entrypoint with the session, and stops them on the session's one close path.
+"""
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
 import logging
-from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Iterable
+from collections.abc import (
+    AsyncGenerator,
+    AsyncIterator,
+    Awaitable,
+    Callable,
+    Collection,
+    Iterable,
+    Mapping,
+    Sequence,
+)
 from typing import TYPE_CHECKING, Any
 
 from ..limits import truncate_text
 from ..llm.chat_context import ChatMessage, new_id
 from ..llm.tool_output import json_snapshot
 from ..llm.tools import FunctionTool
-from ..tasks import Signal, TaskScope, wait_cancelled
-from ..voice._reply_scheduler import Pending, ReplyScheduler, SchedulerClosed
+from ..tasks import Signal, TaskScope
 from ..voice.events import BackgroundMessage, BackgroundReply, BackgroundState, BackgroundStatus
+from ..voice.reply_scheduler import Pending, SchedulerClosed
 from ._grace import GraceWindow
 from .context import UNSET, BackgroundContext
 from .definition import (
@@ -39,9 +53,11 @@ def _done(task: asyncio.Task[Any] | None) -> bool:
 class BackgroundRuntime:
     """One running background session: inbox, context, scheduler, state, entrypoint task."""
 
-    def __init__(self, manager: BackgroundManager, definition: BackgroundDefinition) -> None:
+    def __init__(
+        self, manager: BackgroundManager, session: Session[Any], definition: BackgroundDefinition
+    ) -> None:
         self.manager = manager
-        self.session: Session[Any] = manager.session
+        self.session = session
         self.definition = definition
         self.handling = manager.handling_for(definition)
         self.ctx = BackgroundContext(self)
@@ -57,11 +73,8 @@ class BackgroundRuntime:
         self._task: asyncio.Task[None] | None = None
         self._interrupts: set[asyncio.Task[None]] | None = None  # at the first interrupt
         self._state_cut_logged = False
-        self.scheduler = ReplyScheduler(
-            self.session,
-            self,
-            name=f"background session '{definition.id}'",
-            source="background_reply",
+        self.scheduler = session.reply_scheduler(
+            self, name=f"background session '{definition.id}'", source="background_reply"
         )
 
     # -- lifecycle ----------------------------------------------------------------
@@ -116,12 +129,7 @@ class BackgroundRuntime:
 
     def mark_closed(self) -> None:
         self.closed = True
-        self.scheduler._closed = True
         self._inbox_signal.notify()
-
-    def tasks(self) -> list[asyncio.Task[Any]]:
-        """The entrypoint's task and the interrupt callbacks running."""
-        return [t for t in (self._task, *(self._interrupts or ())) if t is not None]
 
     def _closed_error(self) -> RuntimeError:
         return RuntimeError(f"background session '{self.definition.id}' is closed")
@@ -248,9 +256,7 @@ class BackgroundRuntime:
             if silent:
                 await self.scheduler.insert_silent([item])
             else:
-                await self.scheduler.enqueue(
-                    [item], [message_id], owner=None, run=self.session._active_run
-                )
+                await self.scheduler.enqueue([item], [message_id], owner=None)
         except SchedulerClosed:
             raise self._closed_error() from None
         self.session.emit(
@@ -291,7 +297,7 @@ class BackgroundRuntime:
         if self._grace.in_turn:
             raise RuntimeError("ctx.turn() is already active; turns do not nest")
         self._grace.turn_started(asyncio.get_running_loop().time())
-        hold = self.session._away.take_hold(None)
+        hold = self.session.away_hold()
         self._set_status("busy")
         try:
             yield
@@ -322,11 +328,11 @@ class BackgroundRuntime:
 
 
 class BackgroundManager:
-    """The background sessions of one ``Session``: validation, tools, start and close."""
+    """The background sessions of one ``Session``: validation, tools, start and close
+    (a session part: see the module doc)."""
 
     def __init__(
         self,
-        session: Session[Any],
         definitions: Iterable[BackgroundDefinition],
         *,
         handling: HandlingOptions | None = None,
@@ -338,15 +344,20 @@ class BackgroundManager:
         dupes = sorted({i for i in ids if ids.count(i) > 1})
         if dupes:
             raise ValueError(f"duplicate background session id(s): {', '.join(dupes)}")
-        self.session = session
+        self._session: Session[Any] | None = None
         self.definitions = defs
         self._handling = validate_handling(handling, where="Session(handling=...)")
         self.scope = TaskScope("background sessions")
         self.runtimes: dict[str, BackgroundRuntime] = {}
         self.closed = False
-        # The tasks stop() cancelled, until aclose() has waited for them.
-        self._stopping: list[asyncio.Task[Any]] | None = None
         self.tools: list[FunctionTool] = make_tools(self)
+
+    @property
+    def session(self) -> Session[Any]:
+        """The session it runs in (once started)."""
+        if self._session is None:
+            raise RuntimeError("the background sessions have not started")
+        return self._session
 
     def handling_for(self, definition: BackgroundDefinition) -> dict[str, Any] | None:
         own = definition.handling
@@ -354,7 +365,7 @@ class BackgroundManager:
             return dict(own)
         return None if self._handling is None else dict(self._handling)
 
-    def reserved_names(self) -> dict[str, str]:
+    def reserved_names(self) -> Mapping[str, str]:
         return {name: "background sessions" for name in RESERVED_TOOL_NAMES}
 
     def sorted_ids(self) -> list[str]:
@@ -384,87 +395,37 @@ class BackgroundManager:
             raise KeyError(f"no background session {background_id!r}")
         return rt.ctx
 
-    async def start(self) -> None:
+    # -- the session part ---------------------------------------------------------------
+    async def start(self, session: Session[Any], taken: Collection[str] = ()) -> None:
         """Build fresh runtimes and start every entrypoint (each runs to its first
         suspension point before this returns)."""
+        self._session = session
         self.closed = False
-        self._stopping = None
         self.scope = TaskScope("background sessions")
-        self.runtimes = {d.id: BackgroundRuntime(self, d) for d in self.definitions}
-        try:
-            for rt in self.runtimes.values():
-                rt.start()
-            await asyncio.sleep(0)
-        except BaseException:
-            await self.aclose()
-            raise
+        self.runtimes = {d.id: BackgroundRuntime(self, session, d) for d in self.definitions}
+        for rt in self.runtimes.values():
+            rt.start()
+        await asyncio.sleep(0)
 
-    def schedulers(self) -> list[ReplyScheduler]:
-        return [rt.scheduler for rt in self.runtimes.values()]
-
-    def owes_reply(self) -> bool:
-        return any(rt.scheduler.owes_reply() for rt in self.runtimes.values())
-
-    def owes_reply_for(self, run: Any) -> bool:
-        return any(rt.scheduler.owes_reply_for(run) for rt in self.runtimes.values())
-
-    def stop(self) -> None:
+    def stop(self) -> Sequence[TaskScope]:
         """Mark every background closed and cancel its tasks (entrypoint, interrupt
-        callbacks), all at once; ``aclose`` waits for them. Idempotent."""
-        self._stop(asyncio.current_task())
-
-    def _stop(self, spare: asyncio.Task[Any] | None) -> None:
-        if self._stopping is not None:
-            return
+        callbacks), all at once; the session waits for the scope (bounded)."""
         self.closed = True
-        self._stopping = []
         for rt in self.runtimes.values():
             rt.mark_closed()
-            for t in rt.tasks():
-                if t is not spare and not t.done():
-                    t.cancel()
-                    self._stopping.append(t)
+        self.scope.cancel()
+        return (self.scope,)
 
-    def closes_at_once(self) -> bool:
-        """No reply scheduler needs awaiting at close (``cancel_for_close()``)."""
-        return all(rt.scheduler.closes_at_once() for rt in self.runtimes.values())
-
-    def cancel_for_close(self) -> TaskScope:
-        """Stop (every task is cancelled, the calling one too) and close the scope,
-        without waiting: wait for the scope to empty, then ``close_now()``."""
-        self._stop(None)
-        self.scope.cancel(spare=tuple(self._stopping or ()))  # closes it; nothing twice
-        return self.scope
-
-    def close_now(self) -> bool:
-        """The end of close once the tasks ``cancel_for_close()`` returned have ended,
-        if nothing else needs awaiting; False if something does (``aclose()`` then
-        does the rest)."""
-        runtimes = list(self.runtimes.values())
-        self._stopping = []  # waited for (to the bound)
-        if self.scope.live() or not self.closes_at_once():
-            return False
-        for rt in runtimes:
-            rt.scheduler.close_now()
-        self._mark_closed(runtimes)
-        return True
-
-    async def aclose(self) -> None:
-        """Stop (unless ``stop()`` ran already), wait for the cancelled tasks (one wait,
-        one bound, never cancelling them twice), then close the reply schedulers."""
-        self.stop()
-        runtimes = list(self.runtimes.values())
-        stopping, self._stopping = self._stopping or [], []
-        await wait_cancelled(stopping, owner="background sessions")
-        if len(runtimes) == 1:
-            await runtimes[0].scheduler.aclose()  # no suspension unless an insert runs
-        else:
-            await asyncio.gather(*(rt.scheduler.aclose() for rt in runtimes))
-        await self.scope.aclose()
-        self._mark_closed(runtimes)
-
-    @staticmethod
-    def _mark_closed(runtimes: list[BackgroundRuntime]) -> None:
-        for rt in runtimes:
+    def finish(self) -> None:
+        """The end of close: each background still running reports ``closed``."""
+        for rt in self.runtimes.values():
             if rt.status not in ("ended", "crashed", "closed"):
                 rt._set_status("closed")
+
+
+def background_of(session: Session[Any]) -> BackgroundManager | None:
+    """The background sessions of ``session`` (its ``BackgroundManager`` part), if any."""
+    for part in session.parts:
+        if isinstance(part, BackgroundManager):
+            return part
+    return None

@@ -25,8 +25,8 @@ from ._diagnostics import describe_error
 from ._view import NOTE_WIDTH, shorten, speaker_label, summarize_state
 
 if TYPE_CHECKING:
+    from ..session import Session
     from ..voice.agent import Agent
-    from ..voice.session import Session
 
 EOF_IDLE_TIMEOUT = 120.0
 """At the end of piped input, how long the agent may take to finish answering."""
@@ -438,9 +438,10 @@ async def _converse(
                 emit(_too_long_message(f"{len(line):,} characters", limits))
             elif line:
                 session.push_user_turn(line)
-        else:
-            if finish_at_eof:
-                await session.wait_for_idle(timeout=EOF_IDLE_TIMEOUT)
+        if finish_at_eof:
+            # Input from a file or a pipe: its end, or a quit command in it, lets the
+            # agent finish answering what came before (bounded); a person's quit does not.
+            await session.wait_for_idle(timeout=EOF_IDLE_TIMEOUT)
     except (KeyboardInterrupt, asyncio.CancelledError):
         pass
     finally:

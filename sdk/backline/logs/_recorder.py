@@ -13,6 +13,7 @@ import uuid
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
+from ..background.runtime import background_of
 from ..limits import truncate_text
 from ..llm.chat_context import AgentHandoff, ChatMessage, FunctionCall, FunctionCallOutput
 from ..voice._metrics import llm_label
@@ -118,8 +119,9 @@ class SessionRecorder:
             os.getcwd(),
             __version__,
         )
+        manager = background_of(self._session)
         backgrounds: Sequence[str] = meta.get("backgrounds") or (
-            self._session.background.sorted_ids() if self._session.background else ()
+            manager.sorted_ids() if manager is not None else ()
         )
         for name in backgrounds:
             self._put(_schema.INSERT_SESSION_BACKGROUND, sid, name)

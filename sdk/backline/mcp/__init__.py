@@ -20,6 +20,7 @@ from ._channel import ChannelError, VoiceChannel, limits_of
 from ._config import MCPServerConfig, MCPServerHTTP, MCPServerStdio, load_mcp_config
 from ._discovery import ENV_PORT, ENV_RUNTIME_DIR, ENV_TOKEN, ENV_URL
 from ._hosting import Endpoint, Hosting, hosted_voice_channel
+from ._mount import McpToolset
 from ._registry import SessionRegistry
 
 if TYPE_CHECKING:
@@ -65,6 +66,7 @@ __all__ = [
     "MCPServerConfig",
     "MCPServerHTTP",
     "MCPServerStdio",
+    "McpToolset",
     "SessionRegistry",
     "VoiceChannel",
     "build_channel_server",

@@ -51,8 +51,22 @@ def _check_strings(value: Any, what: str) -> None:
         raise ValueError(f"{what} must hold strings only, got {bad[0]!r}")
 
 
+class _Mountable:
+    """What makes a server configuration a part of a session or an agent
+    (``backline.voice.parts``): the group of servers it is given becomes one part."""
+
+    __slots__ = ()
+
+    @classmethod
+    def session_part(cls, servers: Sequence[Any], *, owner: str) -> Any:
+        """The part that mounts ``servers``' tools (checked: configs, unique names)."""
+        from ._mount import toolset_for
+
+        return toolset_for(servers, owner=owner)
+
+
 @dataclass(frozen=True)
-class MCPServerStdio:
+class MCPServerStdio(_Mountable):
     """An MCP server started as a process (stdio). Its tools become the voice agent's
     tools ``<name>__<tool>``; the process is stopped when the session (or agent) closes.
 
@@ -84,7 +98,7 @@ class MCPServerStdio:
 
 
 @dataclass(frozen=True)
-class MCPServerHTTP:
+class MCPServerHTTP(_Mountable):
     """An MCP server reached over streamable HTTP at ``url`` (with ``headers``)."""
 
     name: str

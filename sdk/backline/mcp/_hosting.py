@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from ..background.runtime import background_of
 from ..limits import DEFAULT_LIMITS, Limits
 from ..voice.observers import add_session_observer, remove_session_observer
 from ._discovery import ENV_PORT, ENV_TOKEN, announce, withdraw
@@ -73,7 +74,7 @@ class _Shared:
         add_session_observer(self._observe)
 
     def _observe(self, hook: str, session: Any) -> None:
-        if hook == "session_started" and getattr(session, "background", None) is not None:
+        if hook == "session_started" and background_of(session) is not None:
             self.registry.add(session)
 
     async def _start(self) -> ChannelHost:

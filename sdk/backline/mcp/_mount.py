@@ -19,13 +19,16 @@ import json
 import logging
 import re
 import tempfile
-from collections.abc import Callable, Collection, Coroutine, Sequence
-from typing import Any, TextIO
+from collections.abc import Callable, Collection, Coroutine, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, TextIO
 
 from ..limits import DEFAULT_LIMITS, Limits
 from ..llm.tools import FunctionTool, ToolError
 from ..tasks import TaskScope
 from ._config import MCPServerConfig, MCPServerHTTP, MCPServerStdio, check_servers
+
+if TYPE_CHECKING:
+    from ..voice.session import Session
 
 logger = logging.getLogger("backline.mcp")
 
@@ -41,32 +44,27 @@ def mounted_name(server: str, tool: str) -> str:
     return f"{server}{SEPARATOR}{_INVALID.sub('_', tool)}"
 
 
-def toolset_for(
-    servers: Sequence[Any], *, owner: str, limits: Callable[[], Limits] | None = None
-) -> McpToolset:
+def toolset_for(servers: Sequence[Any], *, owner: str) -> McpToolset:
     """A toolset for ``Session``/``Agent(mcp_servers=...)`` (checked: configs, unique names)."""
-    return McpToolset(check_servers(servers, where=owner), owner=owner, limits=limits)
+    return McpToolset(check_servers(servers, where=owner), owner=owner)
 
 
 class McpToolset:
-    """The tools of some MCP servers, as function tools (see the module doc).
+    """The tools of some MCP servers, as function tools (see the module doc): a part
+    of a session or of an agent (``backline.voice.parts.SessionPart``).
 
-    ``await start(taken)`` connects every server (concurrently, each bounded by
-    ``Limits.mcp_start_timeout``) and builds their tools; a tool name in ``taken``, or
-    in two servers, fails the start with an error naming both, and nothing stays
-    started. ``tools`` is the current list; ``on_change()`` is called when a server's
-    ``tools/list_changed`` changed it. ``aclose()`` stops them all (bounded).
+    ``await start(session, taken)`` connects every server (concurrently, each bounded
+    by ``Limits.mcp_start_timeout``) and builds their tools; a tool name in ``taken``,
+    or in two servers, fails the start with an error naming both, and nothing stays
+    started. ``tools`` is the current list; the session is told
+    (``tools_changed()``) when a server's ``tools/list_changed`` changed it, and
+    ``on_change()`` is called. ``stop()`` then ``finish()`` (or ``aclose()``) stop
+    them all (bounded).
     """
 
-    def __init__(
-        self,
-        servers: Sequence[MCPServerConfig],
-        *,
-        owner: str,
-        limits: Callable[[], Limits] | None = None,
-    ) -> None:
+    def __init__(self, servers: Sequence[MCPServerConfig], *, owner: str) -> None:
         self.owner = owner
-        self._limits = limits or (lambda: DEFAULT_LIMITS)
+        self._session: Session[Any] | None = None
         self._servers = [_Server(self, config) for config in servers]
         self._taken: frozenset[str] = frozenset()
         self._scope = TaskScope(f"{owner} MCP servers")
@@ -79,15 +77,15 @@ class McpToolset:
 
     @property
     def limits(self) -> Limits:
-        return self._limits()
+        return DEFAULT_LIMITS if self._session is None else self._session.limits
 
-    def limits_from(self, session: Any) -> None:
-        """Take the bounds of ``session`` (an agent's toolset, when the agent starts)."""
-        self._limits = lambda: getattr(session, "limits", DEFAULT_LIMITS)
+    def reserved_names(self) -> Mapping[str, str]:
+        return {}
 
-    async def start(self, taken: Collection[str] = ()) -> None:
+    async def start(self, session: Session[Any] | None = None, taken: Collection[str] = ()) -> None:
         if self.started:
             return
+        self._session = session
         self._taken = frozenset(taken)
         self._scope = TaskScope(f"{self.owner} MCP servers")
         try:
@@ -131,6 +129,8 @@ class McpToolset:
             return False
         server.tools = tools
         logger.info("MCP server %r now offers %d tools", server.config.name, len(tools))
+        if self._session is not None:
+            self._session.tools_changed()
         if self.on_change is not None:
             self.on_change()
         return True
@@ -142,13 +142,35 @@ class McpToolset:
             return
         self._scope.create_task(coro, name=name)
 
-    async def aclose(self) -> None:
+    def stop(self) -> Sequence[TaskScope]:
+        """Close begins: its own tasks (tool refreshes) are cancelled."""
+        self._scope.cancel()
+        return (self._scope,)
+
+    def finish(self) -> Coroutine[Any, Any, None] | None:
         """Stop every server (each bounded); the tools go away."""
-        await self._scope.aclose()
-        await asyncio.gather(*(server.aclose() for server in self._servers))
+        if not any(server.connected for server in self._servers):
+            self._closed()
+            return None
+        return self._stop_servers()
+
+    async def _stop_servers(self) -> None:
+        try:
+            await asyncio.gather(*(server.aclose() for server in self._servers))
+        finally:
+            self._closed()
+
+    def _closed(self) -> None:
         for server in self._servers:
             server.tools = []
         self.started = False
+
+    async def aclose(self) -> None:
+        """``stop()`` and ``finish()``: every server stopped (each bounded)."""
+        await self._scope.aclose()
+        pending = self.finish()
+        if pending is not None:
+            await pending
 
 
 class _Server:
@@ -160,6 +182,10 @@ class _Server:
         self.tools: list[FunctionTool] = []
         self._connection: _Connection | None = None
         self._lock = asyncio.Lock()
+
+    @property
+    def connected(self) -> bool:
+        return self._connection is not None
 
     @property
     def timeout(self) -> float:

@@ -14,6 +14,7 @@ import secrets
 import weakref
 from typing import TYPE_CHECKING, Any
 
+from ..background.runtime import background_of
 from ._channel import CLOSED, ChannelError, VoiceChannel
 
 if TYPE_CHECKING:
@@ -49,7 +50,7 @@ class SessionRegistry:
         found = []
         for order, ref in self._sessions.values():
             session = ref()
-            if session is not None and not session.closed and session.background is not None:
+            if session is not None and not session.closed and background_of(session) is not None:
                 found.append((order, session))
         return [s for _, s in sorted(found, key=lambda pair: -pair[0])]
 
@@ -86,12 +87,12 @@ _UNKNOWN_KEY = (
 
 
 def _running_ids(session: Session[Any]) -> list[str]:
-    manager = session.background
+    manager = background_of(session)
     return [] if manager is None else sorted(manager.runtimes)
 
 
 def _channel_in(session: Session[Any], background_id: str) -> VoiceChannel:
-    manager = session.background
+    manager = background_of(session)
     if manager is None or background_id not in manager.runtimes:
         raise ChannelError(_unknown(background_id, _running_ids(session)))
     return VoiceChannel.of(manager.context(background_id))

@@ -25,10 +25,10 @@ from ..background.context import UNSET
 from ..background.definition import BackgroundDefinition
 from ..background.tools import SEND_TOOL
 from ..llm.chat_context import ChatMessage, FunctionCallOutput
+from ..session import Session
 from ..voice.agent import Agent
 from ..voice.events import BackgroundMessage, BackgroundState, BackgroundStatus
 from ..voice.io import InMemoryTextOutput
-from ..voice.session import Session
 from .scripted_llm import LLMRequest, ScriptedLLM, ScriptedResponse, text, tool_calls
 
 if TYPE_CHECKING:

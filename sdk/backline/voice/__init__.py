@@ -25,6 +25,7 @@ from .events import (
 )
 from .io import InMemoryTextOutput, PlayoutResult, TextOutput
 from .observers import SessionObserver, add_session_observer, remove_session_observer
+from .parts import SessionPart
 from .run_context import RunContext
 from .run_result import (
     AgentHandoffRunEvent,
@@ -70,6 +71,7 @@ __all__ = [
     "RunResult",
     "Session",
     "SessionObserver",
+    "SessionPart",
     "SpeechCreated",
     "SpeechHandle",
     "TextOutput",

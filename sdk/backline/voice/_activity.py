@@ -7,27 +7,23 @@ import heapq
 import itertools
 import logging
 import time
-from collections.abc import Callable, Coroutine
+from collections.abc import Awaitable, Callable, Coroutine
 from typing import TYPE_CHECKING, Any
 
 from ..llm.chat_context import ChatItem, ChatMessage
 from ..llm.llm import LLM
 from ..llm.tools import FunctionTool
-from ..tasks import (
-    CancelWhenDone,
-    TaskScope,
-    done_within,
-    first_completed,
-)
+from ..tasks import CancelWhenDone, TaskScope, done_within, emptied, first_completed
 from . import _replies
 from ._context import current_call, current_on_enter
 from .agent import Agent
 from .events import ErrorEvent
 from .io import PlayoutResult, TextOutput
+from .parts import close_part
 from .speech_handle import SpeechHandle
 
 if TYPE_CHECKING:
-    from .session import Session
+    from ._runtime import Runtime
 
 logger = logging.getLogger("backline")
 
@@ -42,7 +38,7 @@ _seq = itertools.count()
 class AgentActivity:
     """One agent while it runs. Owns its speeches' tasks; the session owns the activity."""
 
-    def __init__(self, session: Session[Any], agent: Agent) -> None:
+    def __init__(self, session: Runtime, agent: Agent) -> None:
         self.session = session
         self.agent = agent
         self._scope = TaskScope(f"activity {agent.label}")
@@ -59,10 +55,12 @@ class AgentActivity:
         self.entering = False  # on_enter is running
         self._loop_task: asyncio.Task[None] | None = None  # every speech runs in it
         self._guard: CancelWhenDone | None = None  # its model streams' (one at a time)
-        # (the two lists the map was built from, the map, its values) while valid
+        # (the agent's list and the session's tools version the map was built from,
+        # the map, its values) while valid
         self._tools_cached: (
-            tuple[object, object, dict[str, FunctionTool], list[FunctionTool]] | None
+            tuple[object, int, dict[str, FunctionTool], list[FunctionTool]] | None
         ) = None
+        self._parts_started = False  # the agent's own parts (Agent(mcp_servers=...))
 
     def __repr__(self) -> str:
         return f"AgentActivity({self.agent.label})"
@@ -104,34 +102,28 @@ class AgentActivity:
         return self.agent.llm or self.session.llm
 
     def tool_map(self) -> dict[str, FunctionTool]:
-        """Every tool this agent sees, by name (read-only: it may be shared)."""
-        agent = self.agent
-        session = self.session
-        if agent._mcp is None and session._mcp is None:
-            # Without MCP servers (whose listings change) the tools change only when
-            # the agent's list is replaced (update_tools): reuse the map until then.
-            bg = session._background
-            agent_tools, bg_tools = agent._tools, None if bg is None else bg.tools
-            cached = self._tools_cached
-            if cached is not None and cached[0] is agent_tools and cached[1] is bg_tools:
-                return cached[2]
-            tools = self._build_tool_map()
-            self._tools_cached = (agent_tools, bg_tools, tools, list(tools.values()))
-            return tools
-        return self._build_tool_map()
+        """Every tool this agent sees, by name (read-only: it may be shared).
 
-    def _build_tool_map(self) -> dict[str, FunctionTool]:
-        tools = {t.name: t for t in self.session._all_session_tools()}
-        for t in self.agent._tools:
+        Rebuilt only when the agent's list is replaced (``update_tools``) or the
+        session's tools version moves (a part's tools changed, or one started)."""
+        agent_tools = self.agent._tools
+        toolbox = self.session._toolbox
+        cached = self._tools_cached
+        if cached is not None and cached[0] is agent_tools and cached[1] == toolbox.version:
+            return cached[2]
+        tools = {t.name: t for t in toolbox.all()}
+        for t in agent_tools:
             tools[t.name] = t
-        if self.agent._mcp is not None:  # its MCP servers' tools, while it runs
-            for t in self.agent._mcp.tools:
-                tools[t.name] = t
+        if self._parts_started:  # its own parts' tools, while it runs
+            for part in self.agent._parts:
+                for t in part.tools:
+                    tools[t.name] = t
+        self._tools_cached = (agent_tools, toolbox.version, tools, list(tools.values()))
         return tools
 
     def check_tools(self, agent_tools: list[FunctionTool]) -> None:
         """Raise before anything changes if the agent's tools clash with the session's."""
-        self.session._check_agent_tools(self.agent, agent_tools)
+        self.session._toolbox.check_agent(self.agent, agent_tools)
 
     # -- lifecycle --------------------------------------------------------------
     async def start(self, *, replacing: AgentActivity | None = None) -> None:
@@ -141,9 +133,7 @@ class AgentActivity:
         running = self.agent._activity
         if running is not None and running is not self and running is not replacing:
             raise RuntimeError(f"{self.agent.label} is already running in a session")
-        await self.agent._mount_tools(
-            self.session, {*self.tool_map(), *self.session._reserved_names()}
-        )
+        await self._start_parts()
         self.agent._activity = self
         self._attach_realtime()
         self._loop_task = self._scope.create_task(
@@ -228,18 +218,18 @@ class AgentActivity:
                 sp.interrupt(force=force)
 
     async def aclose(self) -> None:
-        if self._closed:
-            return
-        self._closed = True
-        self.interrupt_all(force=True)
-        await self._scope.aclose()
-        if self.finish_close():
-            await self.agent._unmount_tools()
+        """Close this agent for good (it is no longer current): ``stop()``, a bounded
+        wait for its tasks, then ``finish()``. The session's close does the same in
+        its own steps."""
+        await emptied([self.stop()], owner=str(self))
+        pending = self.finish()
+        if pending is not None:
+            await pending
 
-    def cancel_for_close(self) -> TaskScope:
-        """``aclose()`` without its waits (a session closing at once): its tasks are
-        cancelled, but an idle speech loop, woken, ends by itself (no cancellation,
-        no traceback to keep); wait for the scope to empty, then ``finish_close()``."""
+    def stop(self) -> TaskScope:
+        """Stop now, without waiting: every speech is interrupted and its tasks are
+        cancelled; an idle speech loop, woken, ends by itself (no cancellation, no
+        traceback to keep). Returns the scope to wait for (then ``finish()``)."""
         self._closed = True
         self.interrupt_all(force=True)
         if self._current is None and self._wake is not None:  # parked in _scheduling_loop
@@ -249,17 +239,44 @@ class AgentActivity:
             self._scope.cancel()
         return self._scope
 
-    def finish_close(self) -> bool:
-        """The end of close, once its tasks have ended; True if its agent was detached
-        (its tools are then to be unmounted)."""
+    def finish(self) -> Awaitable[None] | None:
+        """The end of close, once its tasks have ended (idempotent): the agent is
+        detached; an awaitable when its own parts still need closing."""
         for _, _, sp, _ in self._queue:
             sp._mark_done()
         self._queue.clear()
         self._detach_realtime()
-        if self.agent._activity is self:
-            self.agent._activity = None
-            return True
-        return False
+        if self.agent._activity is not self:
+            return None
+        self.agent._activity = None
+        if not self._parts_started:
+            return None
+        self._parts_started = False
+        return self._close_parts()
+
+    async def _start_parts(self) -> None:
+        """Start the agent's own parts (their tools are its tools while it runs); all
+        or none: a part that fails stops those already started."""
+        parts = self.agent._parts
+        if not parts:
+            return
+        session = self.session
+        started = []
+        try:
+            for part in parts:
+                await part.start(session._public, {*self.tool_map(), *session._toolbox.reserved})
+                started.append(part)
+        except BaseException:
+            for part in reversed(started):
+                await close_part(part, owner=str(self))
+            raise
+        self._parts_started = True
+        self._tools_cached = None
+
+    async def _close_parts(self) -> None:
+        for part in reversed(self.agent._parts):
+            await close_part(part, owner=str(self))
+        self.session.tools_changed()
 
     # -- scheduling -------------------------------------------------------------
     def schedule(self, speech: SpeechHandle, work: SpeechWork) -> None:
@@ -319,7 +336,7 @@ class AgentActivity:
         while True:
             while not self._queue or self._paused:
                 if self._closed:
-                    return  # woken by a close at once (cancel_for_close): end quietly
+                    return  # woken by close (stop()): end quietly
                 wake = self._wake = new_future()
                 try:
                     await wake
@@ -376,7 +393,7 @@ class AgentActivity:
     # -- output -----------------------------------------------------------------
     async def _playout(self, speech: SpeechHandle) -> PlayoutResult:
         """Wait for the current output segment to play, or cut it if interrupted."""
-        output = self.session._output
+        output = self.session.output
         playout: asyncio.Future[PlayoutResult]
         if output._speech_id is not None and (
             type(output).wait_for_playout is TextOutput.wait_for_playout

@@ -92,7 +92,7 @@ async def reply_work(
                 speech._handoff = handoff
                 # Owed from now on: the speech ends before the loop requests the
                 # handoff, and the agent must not blip to "listening" in between.
-                session._handoffs_pending += 1
+                session._switches.owe_handoff()
                 return
             if interrupted():
                 return
@@ -182,10 +182,10 @@ async def consume(
         guard.arm(speech._interrupt_fut)
     try:
         session = activity.session
-        output = session._output
-        llm = activity.agent._llm or session._llm
+        output = session.output
+        llm = activity.agent._llm or session.llm
         # Timed only when someone listens for the request's metrics.
-        timed = "llm_metrics" in session._emitter._listeners
+        timed = session._wants("llm_metrics")
         clock = asyncio.get_running_loop().time if timed else time.monotonic
         started = clock() if timed else 0.0
         first: float | None = None

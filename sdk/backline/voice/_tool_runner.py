@@ -12,15 +12,16 @@ from ..limits import truncate_text
 from ..llm.chat_context import FunctionCall, FunctionCallOutput, new_id
 from ..llm.tool_output import render_tool_output
 from ..llm.tools import FunctionTool, StopResponse, ToolError
+from ..tasks import TaskScope
 from ._context import current_call
-from ._reply_scheduler import Pending, ReplyScheduler
 from .agent import Agent
 from .events import ReplyStatus, ToolReply, ToolUpdated
+from .reply_scheduler import Pending, ReplyScheduler
 from .run_context import RunContext
 
 if TYPE_CHECKING:
     from ._activity import AgentActivity
-    from .session import Session
+    from ._runtime import Runtime
     from .speech_handle import SpeechHandle
 
 logger = logging.getLogger("backline")
@@ -172,14 +173,14 @@ class CallState:
 
 
 class ToolRunner:
-    """Owns every tool task of a session, and the scheduler of deferred tool replies."""
+    """Owns every tool task of a session (its scope), and the scheduler of deferred
+    tool replies."""
 
-    __slots__ = ("_call_ids", "_running", "scheduler", "session", "update_template")
+    __slots__ = ("_call_ids", "_running", "scheduler", "scope", "session", "update_template")
 
-    def __init__(
-        self, session: Session[Any], *, update_template: str = DEFAULT_UPDATE_TEMPLATE
-    ) -> None:
+    def __init__(self, session: Runtime, *, update_template: str = DEFAULT_UPDATE_TEMPLATE) -> None:
         self.session = session
+        self.scope = TaskScope("session tools")
         self.scheduler = ReplyScheduler(session, self, name="tool replies", source="tool_reply")
         self.update_template = update_template
         self._running: set[CallState] | None = None  # made at the first call
@@ -237,7 +238,7 @@ class ToolRunner:
             if state.detached:
                 session._refresh()  # a run() waits for the deferred tools it started
 
-        state.task = session._tool_scope.create_task(
+        state.task = self.scope.create_task(
             self._run(state), name=f"tool {call.name}", done=finished
         )
         return state
@@ -255,7 +256,7 @@ class ToolRunner:
                 outcome = await self._invoke(state, None)  # it takes no RunContext
             else:
                 run_ctx: RunContext[Any] = RunContext(
-                    session=self.session,
+                    session=self.session._public,
                     speech_handle=state.speech,
                     function_call=state.call,
                     state=state,

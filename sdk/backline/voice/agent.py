@@ -10,10 +10,9 @@ from ..llm.chat_context import ChatContext, ChatMessage
 from ..llm.llm import LLM
 from ..llm.realtime import RealtimeSession
 from ..llm.tools import FunctionTool, find_function_tools
+from .parts import SessionPart, part_of
 
 if TYPE_CHECKING:
-    from ..mcp._config import MCPServerConfig
-    from ..mcp._mount import McpToolset
     from ._activity import AgentActivity
     from .session import Session
 
@@ -54,16 +53,15 @@ class Agent:
         chat_ctx: ChatContext | None = None,
         realtime: RealtimeSession | None = None,
         allow_interruptions: bool | None = None,
-        mcp_servers: Sequence[MCPServerConfig] = (),
+        mcp_servers: Sequence[Any] = (),
     ) -> None:
         all_tools = [*find_function_tools(self), *tools]
         check_tool_names(all_tools, where=f"{type(self).__name__} tools")
         self._tools: list[FunctionTool] = all_tools
-        self._mcp: McpToolset | None = None
-        if mcp_servers:  # their tools are mounted while this agent runs (backline.mcp)
-            from ..mcp._mount import toolset_for
-
-            self._mcp = toolset_for(mcp_servers, owner=type(self).__name__)
+        # Its own parts: what ``mcp_servers`` describe (backline.mcp builds it); their
+        # tools are mounted while this agent runs.
+        part = part_of(mcp_servers, owner=type(self).__name__)
+        self._parts: tuple[SessionPart, ...] = () if part is None else (part,)
         self._instructions = instructions
         self._llm = llm
         self._realtime = realtime
@@ -90,19 +88,9 @@ class Agent:
     @property
     def tools(self) -> list[FunctionTool]:
         """Its tools: its own, and while it runs its MCP servers' (``mcp_servers``)."""
-        if self._mcp is None:
+        if not self._parts:
             return list(self._tools)
-        return [*self._tools, *self._mcp.tools]
-
-    async def _mount_tools(self, session: Session[Any], taken: set[str]) -> None:
-        """Start its MCP servers (``taken``: names its MCP tools must not use)."""
-        if self._mcp is not None:
-            self._mcp.limits_from(session)
-            await self._mcp.start(taken=taken)
-
-    async def _unmount_tools(self) -> None:
-        if self._mcp is not None:
-            await self._mcp.aclose()
+        return [*self._tools, *(t for part in self._parts for t in part.tools)]
 
     @property
     def llm(self) -> LLM | None:
@@ -125,7 +113,7 @@ class Agent:
     def session(self) -> Session[Any]:
         if self._activity is None:
             raise RuntimeError(f"{self.label} is not running in a session")
-        return self._activity.session
+        return self._activity.session._public
 
     def _set_instructions_item(self) -> None:
         self._chat_ctx.remove([INSTRUCTIONS_ID])

@@ -16,8 +16,8 @@ from ..llm.chat_context import (
 from .events import AgentHandoffEvent, ConversationItemAdded, ErrorEvent, Event, SpeechCreated
 
 if TYPE_CHECKING:
+    from ._runtime import Runtime
     from .agent import Agent
-    from .session import Session
     from .speech_handle import SpeechHandle
 
 
@@ -60,7 +60,7 @@ class RunResult:
     reported during the run.
     """
 
-    def __init__(self, session: Session[Any], user_input: str) -> None:
+    def __init__(self, session: Runtime, user_input: str) -> None:
         self._session = session
         self.user_input = user_input
         self._events: list[RunEvent] = []
@@ -130,10 +130,7 @@ class RunResult:
         for sp in self._watched:
             if not sp._done and not sp._blocked:
                 return False
-        runner = s._tool_runner
-        if runner.scheduler.owes_reply_for(self) or (runner._running and runner.owed_by_run(self)):
-            return False
-        return not (s._background is not None and s._background.owes_reply_for(self))
+        return not s._owes_reply_for(self)
 
     async def _wait(self, timeout: float) -> None:
         ok = await self._session._wait_for(self._settled, timeout=timeout)

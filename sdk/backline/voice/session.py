@@ -1,27 +1,38 @@
-"""Session: one conversation — the current agent, the history, I/O, timers and events."""
+"""Session: one conversation — the current agent, the history, I/O, timers and events.
+
+The session is the one owner of its state. Its collaborators (each agent's
+activity, the tool runner, the reply schedulers, the switches between agents, the
+user turns) see it through the narrow interface in ``_runtime.py``: they read what
+it lists and change the session only by calling it. The session is assembled from
+parts (``backline.voice.parts``): it knows them only through that protocol.
+"""
 
 from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Awaitable, Callable, Coroutine, Iterable, Sequence
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 from ..limits import DEFAULT_LIMITS, Limits
-from ..llm.chat_context import ChatContext, ChatItem, ChatMessage
+from ..llm.chat_context import AgentHandoff, ChatContext, ChatItem, ChatMessage
 from ..llm.llm import LLM
 from ..llm.realtime import RealtimeSession
 from ..llm.tools import FunctionTool, ToolChoice
-from ..tasks import Signal, TaskScope
-from . import _closing, _handoffs, _user_turns, observers
+from ..tasks import Signal, TaskScope, done_within, when_empty
+from . import observers
 from ._activity import AgentActivity
-from ._away import AwayTimer
-from ._reply_scheduler import ReplyScheduler
+from ._away import AwayTimer, Hold
+from ._handoffs import Switches
+from ._session_tools import SessionTools
 from ._tool_runner import ToolRunner
-from .agent import Agent, AgentTask, check_tool_names
+from ._user_turns import UserTurns
+from .agent import Agent, AgentTask
 from .events import (
+    AgentHandoffEvent,
     AgentState,
     AgentStateChanged,
+    CloseEvent,
     ConversationItemAdded,
     Event,
     EventEmitter,
@@ -31,13 +42,11 @@ from .events import (
     UserStateChanged,
 )
 from .io import InMemoryTextOutput, TextOutput
+from .parts import SessionPart
+from .reply_scheduler import ReplyOwner, ReplyScheduler
 from .speech_handle import PRIORITY_NORMAL, SpeechHandle
 
 if TYPE_CHECKING:
-    from ..background.definition import BackgroundDefinition, HandlingOptions
-    from ..background.runtime import BackgroundManager
-    from ..mcp._config import MCPServerConfig
-    from ..mcp._mount import McpToolset
     from .run_result import RunResult
 
 logger = logging.getLogger("backline")
@@ -45,10 +54,12 @@ logger = logging.getLogger("backline")
 UserdataT = TypeVar("UserdataT")
 
 MAX_TOOL_STEPS_MESSAGE = "I'm sorry, I couldn't finish that."
+INSERT_CLOSE_TIMEOUT = 5.0
+"""How long a close waits for an insert already in flight (into an agent's context)."""
 
 
 class Session(Generic[UserdataT]):
-    """One conversation between a user and a voice agent (and its background sessions).
+    """One conversation between a user and a voice agent.
 
     ``async with Session(llm) as session: await session.start(MyAgent())``. Front
     ends push user turns (``push_user_turn``) and speech signals
@@ -56,8 +67,9 @@ class Session(Generic[UserdataT]):
     agent's words through ``output``; tests use ``run(user_input=...)``.
     ``aclose()`` is bounded and never hangs. ``limits`` bounds what the session
     accepts (tool outputs, background sends and state; see ``backline.Limits``).
-    ``mcp_servers`` (``backline.mcp.MCPServerStdio`` / ``MCPServerHTTP``) are started
-    with the session; their tools (``<server>__<tool>``) are every agent's.
+    ``parts`` (``backline.voice.parts.SessionPart``) start and close with it and
+    give every agent their tools: ``backline.Session`` builds them from
+    ``background=`` and ``mcp_servers=``.
     """
 
     def __init__(
@@ -65,8 +77,7 @@ class Session(Generic[UserdataT]):
         llm: LLM,
         *,
         tools: Sequence[FunctionTool] = (),
-        background: Iterable[BackgroundDefinition] | None = None,
-        handling: HandlingOptions | None = None,
+        parts: Iterable[SessionPart] = (),
         user_away_timeout: float | None = 15.0,
         max_tool_steps: int = 5,
         userdata: UserdataT | None = None,
@@ -74,7 +85,6 @@ class Session(Generic[UserdataT]):
         realtime: RealtimeSession | None = None,
         max_tool_steps_message: str = MAX_TOOL_STEPS_MESSAGE,
         limits: Limits | None = None,
-        mcp_servers: Sequence[MCPServerConfig] = (),
     ) -> None:
         if max_tool_steps < 0:
             raise ValueError("max_tool_steps must be >= 0")
@@ -82,8 +92,7 @@ class Session(Generic[UserdataT]):
             raise TypeError(f"limits must be a backline.Limits, got {type(limits).__name__}")
         self.limits: Limits = limits if limits is not None else DEFAULT_LIMITS
         self._llm = llm
-        self._tools: list[FunctionTool] = list(tools)
-        check_tool_names(self._tools, where="Session tools")
+        self._toolbox = SessionTools(tools, parts)
         self._userdata = userdata
         self._output: TextOutput = output if output is not None else InMemoryTextOutput()
         self._realtime = realtime
@@ -93,24 +102,12 @@ class Session(Generic[UserdataT]):
         self._history = ChatContext()
         self._user_away_timeout = user_away_timeout
         self._reset_runtime()
-        self._background: BackgroundManager | None = None
-        defs = list(background or ())
-        if defs:
-            from ..background.runtime import BackgroundManager
-
-            self._background = BackgroundManager(self, defs, handling=handling)
-        self._check_session_tools(self._tools)
-        self._mcp: McpToolset | None = None
-        if mcp_servers:  # their tools are mounted at start (backline.mcp)
-            from ..mcp._mount import toolset_for
-
-            self._mcp = toolset_for(mcp_servers, owner="Session", limits=lambda: self.limits)
 
     def _reset_runtime(self) -> None:
         """Fresh runtime state: at construction, and when a closed session restarts.
         The history, the event listeners and the configuration are kept."""
-        self._scope = TaskScope("session")
-        self._tool_scope = TaskScope("session tools")
+        self._scope = TaskScope("session")  # user turns, switches, reply deliveries
+        self._close_scope = TaskScope("session close")  # what a close awaits, if anything
         self._activity: AgentActivity | None = None
         self._activities: list[AgentActivity] = []
         self._agent_state: AgentState = "initializing"
@@ -118,13 +115,9 @@ class Session(Generic[UserdataT]):
         self._started = False
         self._closing = False
         self._closed = False
-        self._close_task: asyncio.Task[None] | None = None
-        self._switching = 0
-        self._handoffs_pending = 0
-        self._user_turns = 0
-        self._pending_turns: list[str] = []
-        self._turn_lock = asyncio.Lock()
-        self._switch_mutex: asyncio.Lock | None = None  # made at the first handoff
+        self._close_error: BaseException | None = None
+        self._part_scopes: list[TaskScope] = []  # what close waits for, of the parts
+        self._inserts: list[asyncio.Future[None]] = []  # inserts in flight at close
         self._changed = Signal()
         self._refreshing = False
         self._refresh_again = False
@@ -135,20 +128,10 @@ class Session(Generic[UserdataT]):
             current_owner=lambda: self._activity,
             fire=self._user_went_away,
         )
+        self._switches = Switches(self)
+        self._turns = UserTurns(self)
         self._tool_runner = ToolRunner(self)
-
-    @property
-    def _switch_lock(self) -> asyncio.Lock:
-        """Held by every switch of agents (handoffs, inline tasks and hand-backs)."""
-        lock = self._switch_mutex
-        if lock is None:
-            lock = self._switch_mutex = asyncio.Lock()
-        return lock
-
-    @property
-    def _tool_scheduler(self) -> ReplyScheduler:
-        """The reply scheduler of deferred tool results (owned by the tool runner)."""
-        return self._tool_runner.scheduler
+        self._schedulers: list[ReplyScheduler] = [self._tool_runner.scheduler]
 
     # -- public state -----------------------------------------------------------
     @property
@@ -194,17 +177,42 @@ class Session(Generic[UserdataT]):
 
     @property
     def tools(self) -> list[FunctionTool]:
-        """The session-level tools every agent sees (including generated ones)."""
-        return self._all_session_tools()
+        """The session-level tools every agent sees (its parts' included)."""
+        return self._toolbox.all()
+
+    @property
+    def parts(self) -> tuple[SessionPart, ...]:
+        """The parts this session is assembled from, in start order."""
+        return self._toolbox.parts
 
     @property
     def closed(self) -> bool:
         return self._closed
 
     @property
-    def background(self) -> BackgroundManager | None:
-        """The background sessions of this session, if any were configured."""
-        return self._background
+    def _public(self) -> Session[Any]:
+        """This session, as tools and agents are given it (``_runtime.Runtime``)."""
+        return self
+
+    # -- for parts (backline.voice.parts) ------------------------------------------
+    def away_hold(self) -> Hold:
+        """Hold off the user-away timer while some work runs: ``hold.release()`` ends
+        it (idempotent). A part holds it while it is busy (a background's turn)."""
+        return self._away.take_hold(None)
+
+    def reply_scheduler(self, owner: ReplyOwner, *, name: str, source: str) -> ReplyScheduler:
+        """A reply scheduler of this session for ``owner`` (a part that speaks): what it
+        enqueues is inserted into the current agent's context at once and voiced as one
+        coalesced reply when the session is idle. The session owns it (it counts as
+        owed speech, follows switches of agents, and closes with the session)."""
+        scheduler = ReplyScheduler(self, owner, name=name, source=source)
+        self._schedulers.append(scheduler)
+        return scheduler
+
+    def tools_changed(self) -> None:
+        """A part's (or an agent part's) tools changed: agents see the new list at
+        their next model request."""
+        self._toolbox.changed()
 
     # -- events -----------------------------------------------------------------
     def on(self, event: EventName, callback: Callable[[Any], Any] | None = None) -> Any:
@@ -234,7 +242,8 @@ class Session(Generic[UserdataT]):
         await self.aclose()
 
     async def start(self, agent: Agent) -> None:
-        """Start the conversation with ``agent``; returns once background entrypoints run."""
+        """Start the conversation with ``agent``; returns once the parts have started
+        (background entrypoints run to their first await)."""
         if self._closing and not self._closed:
             raise RuntimeError("the session is still closing; await aclose() first")
         if self._closed:
@@ -245,11 +254,11 @@ class Session(Generic[UserdataT]):
         await activity.start()
         self._activity = activity
         self._activities.append(activity)
+        toolbox = self._toolbox
         try:
-            if self._mcp is not None:
-                await self._mcp.start(taken={*activity.tool_map(), *self._reserved_names()})
-            if self._background is not None:
-                await self._background.start()
+            for part in toolbox.parts:
+                await part.start(self, {*activity.tool_map(), *toolbox.reserved})
+                toolbox.changed()
         except BaseException:
             await self.aclose()
             raise
@@ -260,21 +269,105 @@ class Session(Generic[UserdataT]):
 
     async def aclose(self, *, drain: bool = False) -> None:
         """Close the conversation. With ``drain``, current speech may finish first
-        (bounded). Idempotent, bounded, and it never hangs."""
+        (bounded). Idempotent, bounded, and it never hangs.
+
+        One close path: every part and agent is told to stop at once; one bounded
+        wait for their tasks (their own done callbacks end it: no task of its own),
+        then the running tools, then what parts and agents still await."""
         if not self._closing:
-            if not drain and _closing.closes_at_once(self):
-                _closing.close_at_once(self)
+            self._closing = True
+            self._away.stop()
+            self._refresh()
+            self._stop_parts()
+            if drain and any(a.speeches() for a in self._activities):
+                self._close_scope.create_task(self._drain_then_stop(), name="session drain")
             else:
-                self._closing = True
-                self._close_task = asyncio.ensure_future(self._aclose(drain))
+                self._stop_agents()
         # A cancelled caller stops waiting; the close goes on (it runs in no caller).
         await self._wait_for(lambda: self._closed, even_when_closing=True)
-        task = self._close_task
-        if task is not None and task.done():
-            task.result()
 
-    async def _aclose(self, drain: bool) -> None:
-        await _closing.close_in_task(self, drain)
+    def _stop_parts(self) -> None:
+        """Close begins: the parts stop (their tasks cancelled), replies are dropped."""
+        try:
+            self._part_scopes = [s for p in reversed(self._toolbox.parts) for s in p.stop()]
+            self._inserts = [w for s in self._schedulers if (w := s.close()) is not None]
+        except BaseException as e:  # pragma: no cover - close must finish whatever happens
+            self._close_failed(e)
+
+    async def _drain_then_stop(self) -> None:
+        # The current agent first, then the agents paused under it; speech blocked on
+        # an inline task is exempt (it would wait for user input).
+        try:
+            for activity in reversed(list(self._activities)):
+                await activity.drain()
+        finally:
+            self._stop_agents()
+
+    def _stop_agents(self) -> None:
+        """No new agent can start once closing: stop the session's own tasks (user
+        turns, switches, deliveries) and every agent; wait for them and the parts."""
+        scopes = list(self._part_scopes)
+        try:
+            self._scope.cancel()
+            scopes.append(self._scope)
+            for activity in reversed(self._activities):
+                activity.interrupt_all(force=True)
+            for activity in reversed(self._activities):
+                scopes.append(activity.stop())
+        except BaseException as e:  # pragma: no cover - close must finish whatever happens
+            self._close_failed(e)
+        when_empty(scopes, self._stop_tools, owner="session")
+
+    def _stop_tools(self) -> None:
+        """The agents have stopped: the tool calls still running are cancelled."""
+        scope = self._tool_runner.scope
+        scope.cancel()
+        when_empty([scope], self._finish_close, owner="session")
+
+    def _finish_close(self) -> None:
+        """What agents and parts still await (an MCP server's stop, an insert in
+        flight) runs in a task; without any, the close ends here."""
+        pending: list[Awaitable[Any]] = []
+        try:
+            while self._activities:
+                if (aw := self._activities.pop().finish()) is not None:
+                    pending.append(aw)
+            for part in reversed(self._toolbox.parts):
+                if (aw := part.finish()) is not None:
+                    pending.append(aw)
+            self._toolbox.changed()
+        except BaseException as e:  # pragma: no cover - close must finish whatever happens
+            self._close_failed(e)
+        pending += [done_within(w, INSERT_CLOSE_TIMEOUT) for w in self._inserts]
+        if pending:
+            self._close_scope.create_task(self._await_then_end(pending), name="session close")
+        else:
+            self._end_close()
+
+    async def _await_then_end(self, pending: list[Awaitable[Any]]) -> None:
+        try:
+            for aw in pending:
+                try:
+                    await aw
+                except Exception as e:
+                    self._close_failed(e)
+        finally:
+            self._end_close()
+
+    def _close_failed(self, error: BaseException) -> None:
+        logger.error("error while closing the session", exc_info=error)
+        self._close_error = self._close_error or error
+
+    def _end_close(self) -> None:
+        self._closed = True
+        self._switches.drop_held_turns()  # turns held for a switch that never comes
+        self._away.stop()
+        self._refresh()  # the state a closed session reports, and wakes waiters (aclose)
+        if self._started:
+            observers.notify("session_closed", self)
+        error = self._close_error
+        if self._wants("close"):
+            self.emit(CloseEvent(reason="error" if error else "user", error=error))
 
     # -- speaking ---------------------------------------------------------------
     def _require_activity(self) -> AgentActivity:
@@ -347,20 +440,16 @@ class Session(Generic[UserdataT]):
             source=source,
         )
 
-    @staticmethod
-    def _allow(activity: AgentActivity, allow: bool | None) -> bool:
-        if allow is not None:
-            return allow
-        agent_default = activity.agent.allow_interruptions
-        return True if agent_default is None else agent_default
-
     def say(
         self, text: str, *, allow_interruptions: bool | None = None, add_to_chat_ctx: bool = True
     ) -> SpeechHandle:
         """Speak ``text`` as the current agent (no model call)."""
         activity = self._require_activity()
+        if allow_interruptions is None:
+            allow_interruptions = activity.agent.allow_interruptions
         speech = SpeechHandle(
-            allow_interruptions=self._allow(activity, allow_interruptions), source="say"
+            allow_interruptions=True if allow_interruptions is None else allow_interruptions,
+            source="say",
         )
 
         async def work(sp: SpeechHandle) -> None:
@@ -388,14 +477,15 @@ class Session(Generic[UserdataT]):
             # Restart the window: disarm now; the refresh that push_user_turn ends
             # with re-arms a full window if the timer may still run.
             self._away.cancel()
-        if self._switching or self._handoffs_pending:
-            self._pending_turns.append(text)
+        switches = self._switches
+        if switches.switching or switches.owed:
+            switches.hold_turn(text)
             self._refresh()
             return
-        _user_turns.start_user_turn(self, text, activity)
+        self._turns.start(text, activity)
 
     def _start_user_turn(self, text: str) -> None:
-        _user_turns.start_user_turn(self, text)
+        self._turns.start(text, self._require_activity())
 
     def user_started_speaking(self, *, interrupt: bool = True) -> None:
         """Voice activity began: barge-in interrupts the agent when allowed.
@@ -467,7 +557,7 @@ class Session(Generic[UserdataT]):
 
     def _work_in_progress(self) -> bool:
         """Unfinished work the session owes before it waits on the user: a user turn
-        being processed (or held for a handoff), a handoff or hand-back owed or
+        being processed (or held for a switch), a handoff or hand-back owed or
         running, or the current agent's ``on_enter`` running.
 
         The one rule of unfinished work: the agent state, the away timer (through the
@@ -476,7 +566,8 @@ class Session(Generic[UserdataT]):
         resumes (an ``on_enter`` that waits on an inline task, directly or through a
         speech whose tool awaits it, waits for the user).
         """
-        if self._user_turns or self._handoffs_pending or self._switching or self._pending_turns:
+        switches = self._switches
+        if self._turns.in_progress or switches.owed or switches.switching or switches.held:
             return True
         activity = self._activity
         return activity is not None and activity.entering and not activity.paused
@@ -488,10 +579,18 @@ class Session(Generic[UserdataT]):
         activity = self._activity
         if activity is not None and activity._queue and not activity._paused:
             return True
-        replies = self._tool_runner.scheduler
-        if (replies._taking or replies._pending) and replies.owes_reply():
-            return True  # (checked first inline: usually nothing is pending)
-        return self._background is not None and self._background.owes_reply()
+        for scheduler in self._schedulers:
+            if (scheduler._taking or scheduler._pending) and scheduler.owes_reply():
+                return True  # (checked inline: usually nothing is pending)
+        return False
+
+    def _owes_reply_for(self, run: RunResult) -> bool:
+        """A reply started during ``run`` is still owed (buffered, or a deferred tool
+        it started still works)."""
+        if any(s.owes_reply_for(run) for s in self._schedulers):
+            return True
+        runner = self._tool_runner
+        return bool(runner.running) and runner.owed_by_run(run)
 
     def _is_idle(self) -> bool:
         """Nothing is speaking, queued or in progress, and the user is not speaking
@@ -552,45 +651,25 @@ class Session(Generic[UserdataT]):
         timeout: float | None = None,
         even_when_closing: bool = False,
     ) -> bool:
-        """Wait until ``predicate()`` holds (re-checked at every change).
+        """Wait until ``predicate()`` holds (re-checked at every change); False once
+        the session is closing (unless ``even_when_closing``) or closed, or after
+        ``timeout`` seconds."""
+        return await self._changed.wait_until(
+            predicate,
+            timeout=timeout,
+            stop=(lambda: self._closed) if even_when_closing else self._closing_or_closed,
+        )
 
-        One timer bounds the whole wait (not one per wake-up: a turn wakes its
-        waiters several times)."""
-        if predicate():
-            return True
-        loop = asyncio.get_running_loop()
-        waiter: asyncio.Future[None] | None = None
-        expired = False
+    def _closing_or_closed(self) -> bool:
+        return self._closing or self._closed
 
-        def expire() -> None:
-            nonlocal expired
-            expired = True
-            if waiter is not None and not waiter.done():
-                waiter.set_result(None)
+    def _spawn(self, coro: Coroutine[Any, Any, None], name: str) -> asyncio.Task[None]:
+        """A task of the session's own (cancelled, and waited for, at close)."""
+        return self._scope.create_task(coro, name=name)
 
-        if timeout is not None and timeout <= 0:
-            return False
-        timer = None if timeout is None else loop.call_later(timeout, expire)
-        try:
-            while True:
-                if predicate():
-                    return True
-                if (self._closing and not even_when_closing) or self._closed:
-                    return False
-                if expired:
-                    return False
-                waiter = self._changed.waiter()
-                try:
-                    await waiter
-                except asyncio.CancelledError:
-                    self._changed.discard(waiter)
-                    raise
-        finally:
-            if timer is not None:
-                timer.cancel()
-
-    # -- history and targets ----------------------------------------------------
+    # -- history, agents and targets ------------------------------------------------
     def _add_to_history(self, items: Iterable[ChatItem]) -> None:
+        """The one writer of the history."""
         run = self._active_run
         if "conversation_item_added" in self._emitter._listeners:
             for item in self._history.insert(items):
@@ -602,6 +681,30 @@ class Session(Generic[UserdataT]):
             self._history._add(items[0])  # (the usual case, with nobody listening)
         else:
             self._history.insert(items)
+
+    def _make_current(self, new: AgentActivity, old: AgentActivity | None) -> None:
+        """A switch made ``new`` the current agent (before ``old`` is torn down: there
+        is never a closed current agent)."""
+        self._activity = new
+        if new not in self._activities:
+            self._activities.append(new)
+        self._add_to_history(
+            [AgentHandoff(old_agent=old.agent.label if old else None, new_agent=new.agent.label)]
+        )
+        self.emit(AgentHandoffEvent(old_agent=old.agent if old else None, new_agent=new.agent))
+        self._refresh()
+
+    async def _retire(self, activity: AgentActivity) -> None:
+        """Close an agent that is no longer current, for good."""
+        await activity.aclose()
+        if activity in self._activities:
+            self._activities.remove(activity)
+        self._away.move_holds(activity, None)  # its running tools now belong to the session
+
+    async def _follow_switch(self) -> None:
+        """Silent inserts made during a switch reach the agent it made current."""
+        for scheduler in list(self._schedulers):
+            await scheduler.follow_switch()
 
     def _target_agent(self) -> Agent:
         if self._activity is None:
@@ -619,50 +722,11 @@ class Session(Generic[UserdataT]):
         if self._active_run is not None:
             self._active_run._watch(speech)
 
-    # -- tools --------------------------------------------------------------------
-    def _all_session_tools(self) -> list[FunctionTool]:
-        mounted = self._mcp.tools if self._mcp is not None else []
-        if self._background is None and not mounted:
-            return self._tools
-        generated = self._background.tools if self._background is not None else []
-        return [*self._tools, *mounted, *generated]
-
-    def _reserved_names(self) -> dict[str, str]:
-        return {} if self._background is None else self._background.reserved_names()
-
-    def _check_session_tools(self, tools: list[FunctionTool]) -> None:
-        reserved = self._reserved_names()
-        for t in tools:
-            if t.name in reserved:
-                raise ValueError(
-                    f"duplicate function name: {t.name} is reserved for {reserved[t.name]}"
-                )
-
-    def _check_agent_tools(self, agent: Agent, tools: list[FunctionTool]) -> None:
-        reserved = self._reserved_names()
-        session_names = {t.name for t in self._tools}
-        if self._mcp is not None:
-            session_names.update(t.name for t in self._mcp.tools)
-        for t in tools:
-            if t.name in reserved:
-                raise ValueError(
-                    f"{agent.label}: duplicate function name: {t.name} is reserved for "
-                    f"{reserved[t.name]}"
-                )
-            if t.name in session_names:
-                raise ValueError(
-                    f"{agent.label}: tool {t.name!r} has the same name as a session tool"
-                )
-
-    # -- handoffs (the switching itself lives in _handoffs.py) ----------------------
     def _request_handoff(self, old: AgentActivity, agent: Agent) -> None:
-        _handoffs.request_handoff(self, old, agent)
+        self._switches.request_handoff(old, agent)
 
     async def _run_task(self, parent: AgentActivity, task: AgentTask[Any]) -> Any:
-        return await _handoffs.run_task(self, parent, task)
-
-    def _flush_pending_turns(self) -> None:
-        _handoffs.flush_pending_turns(self)
+        return await self._switches.run_task(parent, task)
 
 
 # The events a run() collects (RunResult._on_event): the others are built for it only

@@ -9,8 +9,8 @@ from typing import TYPE_CHECKING, Any
 import click
 
 if TYPE_CHECKING:
+    from ...session import Session
     from ...voice.agent import Agent
-    from ...voice.session import Session
 
 WEB_HELP = """Talk to the voice agent in your browser, by voice or text.
 

@@ -27,8 +27,8 @@ from . import protocol
 from ._output import WebOutput
 
 if TYPE_CHECKING:
+    from ...session import Session
     from ...voice.agent import Agent
-    from ...voice.session import Session
 
 logger = logging.getLogger("backline")
 

@@ -38,8 +38,8 @@ from ._access import WILDCARD_HOSTS, Access, AccessGate, check_token, grant_of, 
 from ._tab import CLOSE_TIMEOUT, WebTab
 
 if TYPE_CHECKING:
+    from ...session import Session
     from ...voice.agent import Agent
-    from ...voice.session import Session
 
 logger = logging.getLogger("backline")
 

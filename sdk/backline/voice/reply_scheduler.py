@@ -9,6 +9,10 @@ one reply with tools disabled. ``insert_silent`` shares the lock, the insert and
 the retargeting, but never buffers a reply; a silent insert made while agents
 are switching is kept until the switch has set the new agent
 (``follow_switch``), so it reaches that agent too.
+
+A part that speaks (a background session) gets its scheduler from its session
+(``session.reply_scheduler(owner, name=..., source=...)``): the session owns it,
+counts what it owes as speech to follow, and closes it on its one close path.
 """
 
 from __future__ import annotations
@@ -20,13 +24,14 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
 from ..llm.chat_context import ChatItem
-from ..tasks import cancel_and_wait
 from .events import ReplyStatus
 
 if TYPE_CHECKING:
     from ._activity import AgentActivity
+    from ._runtime import Runtime
     from .agent import Agent
-    from .session import Session
+
+__all__ = ["CURRENT_RUN", "Pending", "ReplyOwner", "ReplyScheduler", "SchedulerClosed"]
 
 logger = logging.getLogger("backline")
 
@@ -35,8 +40,16 @@ class SchedulerClosed(RuntimeError):
     """The scheduler (or its session) closed before the items were accepted."""
 
 
+CURRENT_RUN: Any = object()
+"""``enqueue(run=CURRENT_RUN)``: the ``session.run()`` in progress, if any, waits for
+the reply (the default)."""
+
+
 @dataclass(eq=False)
 class Pending:
+    """Items enqueued together: their ids, and the agent whose work they finish
+    (``owner``: its results wait while it is paused), the agents they reached."""
+
     items: list[ChatItem]
     ids: list[str]
     owner: AgentActivity | None
@@ -59,7 +72,9 @@ class ReplyScheduler:
     # the lock and the lists are made when first needed.
     __slots__ = (
         "_closed",
+        "_closing",
         "_following",
+        "_inserting",
         "_mutex",
         "_name",
         "_owner",
@@ -72,7 +87,7 @@ class ReplyScheduler:
 
     def __init__(
         self,
-        session: Session[Any],
+        session: Runtime,
         owner: ReplyOwner,
         *,
         name: str,
@@ -88,6 +103,8 @@ class ReplyScheduler:
         self._taking = 0  # a batch is between "taken" and "reply requested"
         self._task: asyncio.Task[None] | None = None
         self._closed = False
+        self._closing: asyncio.Future[None] | None = None  # close() waits for an insert
+        self._inserting = False  # an insert holds the lock
 
     @property
     def closed(self) -> bool:
@@ -131,9 +148,14 @@ class ReplyScheduler:
         ids: Sequence[str],
         *,
         owner: AgentActivity | None = None,
-        run: Any = None,
+        run: Any = CURRENT_RUN,
     ) -> None:
-        """Insert eagerly and buffer for one coalesced reply. Raises ``SchedulerClosed``."""
+        """Insert eagerly and buffer for one coalesced reply. Raises ``SchedulerClosed``.
+
+        ``run``: the ``session.run()`` that waits for the reply (by default the one in
+        progress)."""
+        if run is CURRENT_RUN:
+            run = self._session._active_run
         await self._insert(list(items), list(ids), owner=owner, run=run, silent=False)
 
     async def insert_silent(self, items: Sequence[ChatItem]) -> None:
@@ -152,38 +174,54 @@ class ReplyScheduler:
         if self._closed:
             raise SchedulerClosed(f"{self._name} is closed")
         async with self._lock:
-            if self._closed:
-                raise SchedulerClosed(f"{self._name} is closed")
-            session = self._session
-            agent = session._target_agent()
+            self._inserting = True
             try:
-                await _copy_into(agent, items)
-            except BaseException:
-                agent._chat_ctx.remove(it.id for it in items)
-                raise
+                await self._insert_locked(items, ids, owner=owner, run=run, silent=silent)
+            finally:
+                self._inserting = False
+                closing = self._closing
+                if closing is not None and not closing.done():
+                    closing.set_result(None)  # close() waited for this insert
+
+    async def _insert_locked(
+        self,
+        items: list[ChatItem],
+        ids: list[str],
+        *,
+        owner: AgentActivity | None,
+        run: Any,
+        silent: bool,
+    ) -> None:
+        if self._closed:
+            raise SchedulerClosed(f"{self._name} is closed")
+        session = self._session
+        agent = session._target_agent()
+        try:
+            await _copy_into(agent, items)
+        except BaseException:
+            agent._chat_ctx.remove(it.id for it in items)
+            raise
+        if self._closed:
+            # Both or neither: take the items back out of the agent's context.
+            agent._chat_ctx.remove(it.id for it in items)
+            raise SchedulerClosed(f"{self._name} closed during the insert")
+        session._add_to_history(items)
+        entry = Pending(items=items, ids=ids, owner=owner, reached=[agent], run=run)
+        if silent:
+            await self._retarget([entry])
             if self._closed:
-                # Both or neither: take the items back out of the agent's context.
-                agent._chat_ctx.remove(it.id for it in items)
                 raise SchedulerClosed(f"{self._name} closed during the insert")
-            session._add_to_history(items)
-            entry = Pending(items=items, ids=ids, owner=owner, reached=[agent], run=run)
-            if silent:
-                await self._retarget([entry])
-                if self._closed:
-                    raise SchedulerClosed(f"{self._name} closed during the insert")
-                if session._switching or session._handoffs_pending:
-                    if self._following is None:  # the agent is about to change
-                        self._following = []
-                    self._following.append(entry)
-                return
-            if self._pending is None:
-                self._pending = []
-            self._pending.append(entry)
-            if self._task is None or self._task.done():
-                self._task = session._scope.create_task(
-                    self._deliver(), name=f"{self._name} delivery"
-                )
-            session._refresh()
+            if session._switches.switching or session._switches.owed:
+                if self._following is None:  # the agent is about to change
+                    self._following = []
+                self._following.append(entry)
+            return
+        if self._pending is None:
+            self._pending = []
+        self._pending.append(entry)
+        if self._task is None or self._task.done():
+            self._task = session._spawn(self._deliver(), name=f"{self._name} delivery")
+        session._refresh()
 
     async def _retarget(self, entries: list[Pending]) -> Agent:
         """Copy the entries onto the current agent, following handoffs until it is stable."""
@@ -262,41 +300,20 @@ class ReplyScheduler:
             if not self._pending:
                 return
 
-    def closes_at_once(self) -> bool:
-        """Nothing to wait for at close: no delivery task running, no insert holding
-        the lock (``close_now()`` then closes it)."""
-        task = self._task
-        if task is not None and not task.done():
-            return False
-        lock = self._mutex
-        return lock is None or not lock.locked()
-
-    def close_now(self) -> None:
-        """Close a scheduler that ``closes_at_once()``, without waiting."""
+    def close(self) -> asyncio.Future[None] | None:
+        """Drop buffered replies and stop delivering (the delivery task is the
+        session's: it is cancelled with the session's tasks). Returns a future that
+        an insert in flight resolves as it ends (its items both in or both out), for
+        the session's close to wait for (bounded); ``None`` when none is in flight."""
         self._closed = True
-        self._dropped()
-
-    def _dropped(self) -> None:
         self._pending = None
         self._following = None
         self._task = None
-
-    async def aclose(self) -> None:
-        """Drop buffered replies and stop delivering; waits for an in-flight insert."""
-        self._closed = True
-        if self._task is not None:
-            await cancel_and_wait([self._task], owner=self._name)
-        lock = self._mutex
-        # Only an insert holding the lock is waited for: one waiting for it sees the
-        # scheduler closed as it enters (no timer and no task for an idle scheduler).
-        if lock is not None and lock.locked():
-            try:
-                await asyncio.wait_for(lock.acquire(), timeout=5.0)
-            except TimeoutError:  # pragma: no cover - an insert stuck in a user override
-                logger.warning("%s: an insert did not finish within 5s of close", self._name)
-            else:
-                lock.release()
-        self._dropped()
+        if not self._inserting:
+            return None  # (a delivery or a switch holding the lock is the session's task)
+        if self._closing is None:
+            self._closing = asyncio.get_running_loop().create_future()
+        return self._closing
 
 
 async def _copy_into(agent: Agent, items: list[ChatItem]) -> None:

@@ -1,0 +1,97 @@
+"""Session parts: what a ``Session`` is assembled from, besides its agents.
+
+A part contributes tools (and names it reserves) to every agent of a session and
+lives as long as the session runs: background sessions are a part, the tools of
+mounted MCP servers are a part. The runtime knows parts only through this
+protocol; it never imports what implements one. An agent can have parts of its
+own (``Agent(mcp_servers=...)``): they live while that agent runs.
+
+The protocol, in the order the session uses it:
+
+- ``reserved_names()`` and ``tools``: read when the session is built (a clash with
+  the session's tools fails there, never half-applied) and whenever an agent's
+  tools are checked; ``tools`` may change while the part runs (MCP servers list
+  theirs once started): the part then calls ``session.tools_changed()``.
+- ``await start(session, taken)``: the session starts (after its first agent);
+  ``taken`` are the tool names already in use, which the part's new tools must
+  not take (raise ``ValueError`` naming both). A part that fails to start fails
+  the session's start, and the parts already started are closed.
+- ``stop()``: the session closes. Stop at once, without waiting: mark closed,
+  cancel what runs; return the ``TaskScope``s whose tasks the session waits for
+  (one bounded wait for all of them, beside the agents' own tasks).
+- ``finish()``: once those tasks have ended: end the close, returning an awaitable
+  when something still needs awaiting (stopping a server), else ``None``.
+
+A part may then be started again (a closed session can restart). What a part may
+use of the session (``limits``, ``emit``, ``away_hold``, ``reply_scheduler``,
+``tools_changed``) is listed in ``docs/architecture.md``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Collection, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+
+from ..llm.tools import FunctionTool
+from ..tasks import TaskScope, emptied
+
+if TYPE_CHECKING:
+    from .session import Session
+
+__all__ = ["SessionPart", "close_part", "part_of"]
+
+
+@runtime_checkable
+class SessionPart(Protocol):
+    """A part of a session (or of an agent, while it runs). See the module doc."""
+
+    @property
+    def tools(self) -> Sequence[FunctionTool]:
+        """The tools it gives every agent (the current list; may change once started)."""
+        ...
+
+    def reserved_names(self) -> Mapping[str, str]:
+        """Tool names no one else may use, each with who reserved it (for messages)."""
+        ...
+
+    async def start(self, session: Session[Any], taken: Collection[str]) -> None:
+        """Start with ``session``; ``taken``: tool names its tools must not use."""
+        ...
+
+    def stop(self) -> Sequence[TaskScope]:
+        """Stop now (the session closes); the scopes whose tasks close waits for."""
+        ...
+
+    def finish(self) -> Awaitable[None] | None:
+        """End the close once those tasks ended; an awaitable if something remains."""
+        ...
+
+
+def part_of(specs: Sequence[Any], *, owner: str) -> SessionPart | None:
+    """The part that ``specs`` describe (``Agent(mcp_servers=...)``), or ``None``.
+
+    A spec's class builds the part for the whole group: ``type(spec).session_part(specs,
+    owner=...)`` (``backline.mcp``'s server configs do), so the runtime never imports
+    the layer that implements it.
+    """
+    if not specs:
+        return None
+    build = getattr(type(specs[0]), "session_part", None)
+    if build is None:
+        raise TypeError(
+            f"{owner}: mcp_servers takes MCPServerStdio or MCPServerHTTP (backline.mcp), "
+            f"got {type(specs[0]).__name__}"
+        )
+    part = build(list(specs), owner=owner)
+    if not isinstance(part, SessionPart):  # pragma: no cover - a broken spec class
+        raise TypeError(f"{owner}: {type(specs[0]).__name__}.session_part gave no SessionPart")
+    return part
+
+
+async def close_part(part: SessionPart, *, owner: str) -> None:
+    """Close ``part`` outside a session's close (an agent's part, as the agent ends):
+    ``stop()``, wait for its scopes (bounded), then ``finish()``."""
+    await emptied(list(part.stop()), owner=owner)
+    pending = part.finish()
+    if pending is not None:
+        await pending
