@@ -1,7 +1,10 @@
-"""Model-facing types: the chat context, function tools, the LLM protocol.
+"""Model-facing types: the chat context, function tools, the LLM protocol, the provider kit.
 
-The Anthropic adapter lives in ``backline.llm.anthropic`` and is imported on
-demand (it pulls in the ``anthropic`` package).
+The provider kit (``backline.llm.provider``: retries, deadlines, the attempt loop;
+``backline.llm.pairing``: tool calls paired with their outputs) is what every model
+adapter is built on; its main names are re-exported here. The Anthropic adapter lives
+in ``backline.llm.anthropic`` and is imported on demand (it pulls in the ``anthropic``
+package).
 """
 
 from .chat_context import (
@@ -23,6 +26,18 @@ from .llm import (
     TextDelta,
     ToolCallChunk,
     Usage,
+)
+from .pairing import PairedContext, ToolResult, Turn, arguments_object, pair_tool_calls
+from .provider import (
+    BrokenStream,
+    ProviderFailure,
+    ProviderStreams,
+    RequestPolicy,
+    StreamDecoder,
+    check_tool_choice,
+    failed_stream,
+    retry_after_seconds,
+    retryable_status,
 )
 from .realtime import RealtimeSession
 from .tool_output import (
@@ -49,6 +64,7 @@ from .tools import (
 __all__ = [
     "LLM",
     "AgentHandoff",
+    "BrokenStream",
     "ChatChunk",
     "ChatContext",
     "ChatItem",
@@ -61,22 +77,35 @@ __all__ = [
     "LLMStream",
     "LLMTimeoutError",
     "NamedToolChoice",
+    "PairedContext",
+    "ProviderFailure",
+    "ProviderStreams",
     "RealtimeSession",
+    "RequestPolicy",
     "Role",
     "StopResponse",
+    "StreamDecoder",
     "TextDelta",
     "ToolArgumentsError",
     "ToolCallChunk",
     "ToolChoice",
     "ToolError",
+    "ToolResult",
+    "Turn",
     "Usage",
+    "arguments_object",
+    "check_tool_choice",
+    "failed_stream",
     "find_function_tools",
     "function_tool",
     "is_valid_tool_output",
     "item_to_dict",
     "json_snapshot",
     "named_tool",
+    "pair_tool_calls",
     "render_tool_output",
+    "retry_after_seconds",
+    "retryable_status",
     "serialize_tool_output",
     "snapshot_tool_output",
     "validate_tool_output",
