@@ -2,10 +2,14 @@
 
 The provider kit (``backline.llm.provider``: retries, deadlines, the attempt loop;
 ``backline.llm.pairing``: tool calls paired with their outputs) is what every model
-adapter is built on; its main names are re-exported here. The Anthropic adapter lives
-in ``backline.llm.anthropic`` and is imported on demand (it pulls in the ``anthropic``
-package).
+adapter is built on; its main names are re-exported here, loaded on first use: only
+adapters need them, and adapters are imported on demand, so ``import backline`` does
+not pay for the kit. The Anthropic adapter lives in ``backline.llm.anthropic`` and is
+imported on demand (it pulls in the ``anthropic`` package).
 """
+
+from importlib import import_module
+from typing import TYPE_CHECKING, Any
 
 from .chat_context import (
     AgentHandoff,
@@ -26,18 +30,6 @@ from .llm import (
     TextDelta,
     ToolCallChunk,
     Usage,
-)
-from .pairing import PairedContext, ToolResult, Turn, arguments_object, pair_tool_calls
-from .provider import (
-    BrokenStream,
-    ProviderFailure,
-    ProviderStreams,
-    RequestPolicy,
-    StreamDecoder,
-    check_tool_choice,
-    failed_stream,
-    retry_after_seconds,
-    retryable_status,
 )
 from .realtime import RealtimeSession
 from .tool_output import (
@@ -60,6 +52,42 @@ from .tools import (
     function_tool,
     named_tool,
 )
+
+if TYPE_CHECKING:
+    from .pairing import PairedContext, ToolResult, Turn, arguments_object, pair_tool_calls
+    from .provider import (
+        BrokenStream,
+        ProviderFailure,
+        ProviderStreams,
+        RequestPolicy,
+        StreamDecoder,
+        check_tool_choice,
+        failed_stream,
+        retry_after_seconds,
+        retryable_status,
+    )
+
+# The provider kit's names, and the module of each (loaded by ``__getattr__``).
+_KIT = {
+    **dict.fromkeys(
+        ("PairedContext", "ToolResult", "Turn", "arguments_object", "pair_tool_calls"),
+        "pairing",
+    ),
+    **dict.fromkeys(
+        (
+            "BrokenStream",
+            "ProviderFailure",
+            "ProviderStreams",
+            "RequestPolicy",
+            "StreamDecoder",
+            "check_tool_choice",
+            "failed_stream",
+            "retry_after_seconds",
+            "retryable_status",
+        ),
+        "provider",
+    ),
+}
 
 __all__ = [
     "LLM",
@@ -110,3 +138,12 @@ __all__ = [
     "snapshot_tool_output",
     "validate_tool_output",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    module = _KIT.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(import_module(f".{module}", __name__), name)
+    globals()[name] = value  # found directly from now on
+    return value
