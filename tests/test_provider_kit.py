@@ -6,9 +6,13 @@ servers (tests/test_anthropic_llm.py, tests/plugins/openai/)."""
 
 from __future__ import annotations
 
+import ast
 import asyncio
 import logging
+import subprocess
+import sys
 from collections.abc import AsyncIterator, Sequence
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -535,3 +539,37 @@ def test_arguments_are_sent_as_a_json_object() -> None:
     assert arguments_object("  ") == {}
     assert arguments_object("not json") == {"_invalid_arguments": "not json"}
     assert arguments_object("[1, 2]") == {"_invalid_arguments": "[1, 2]"}
+
+
+# -- public, and cheap to import -------------------------------------------------------------
+
+
+def test_the_kit_is_public_and_loaded_on_first_use() -> None:
+    code = (
+        "import sys, backline, backline.llm\n"
+        "kit = ('backline.llm.provider', 'backline.llm.pairing')\n"
+        "assert not any(m in sys.modules for m in kit), 'the kit was imported'\n"
+        "from backline.llm import *\n"
+        "assert ProviderStreams.__module__ == 'backline.llm.provider'\n"
+        "assert pair_tool_calls.__module__ == 'backline.llm.pairing'\n"
+    )
+    subprocess.run([sys.executable, "-c", code], check=True, timeout=60)
+
+
+def test_the_openai_plugin_imports_only_public_backline_names() -> None:
+    package = Path(__file__).parents[1] / "plugins" / "openai" / "backline_openai"
+    private: list[str] = []
+    for path in package.glob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.ImportFrom) and node.module:
+                modules = [node.module]
+            elif isinstance(node, ast.Import):
+                modules = [alias.name for alias in node.names]
+            else:
+                continue
+            private += [
+                f"{path.name}: {m}"
+                for m in modules
+                if m.split(".")[0] == "backline" and any(p.startswith("_") for p in m.split("."))
+            ]
+    assert private == []
