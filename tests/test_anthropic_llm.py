@@ -27,12 +27,12 @@ from backline.llm import (
     Usage,
     named_tool,
 )
-from backline.llm._anthropic_convert import (
+from backline.llm.anthropic import DEFAULT_MODEL, AnthropicLLM
+from backline.llm.pairing import (
     CONTINUE_PLACEHOLDER,
     MISSING_RESULT,
     START_PLACEHOLDER,
 )
-from backline.llm.anthropic import DEFAULT_MODEL, AnthropicLLM
 from backline.testing import fake_anthropic as fa
 from backline.testing.fake_anthropic import FakeAnthropicServer
 from tests import anthropic_kit

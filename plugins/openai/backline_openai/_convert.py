@@ -1,8 +1,8 @@
 """ChatContext, tools and tool choice -> Chat Completions request fields.
 
 Pure functions on plain dicts (no ``openai`` import). The pairing of tool calls and
-results is the SDK's (``backline.llm._anthropic_convert``: one rule, one place): its
-turns are reshaped into Chat Completions messages. See the plugin's README.
+results is the SDK's provider kit (``backline.llm.pairing``: one rule, one place): its
+turns are spelled as Chat Completions messages. See the plugin's README.
 """
 
 from __future__ import annotations
@@ -11,9 +11,16 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
-from backline.llm import ChatContext, FunctionTool, ToolChoice
-from backline.llm._anthropic_convert import convert_context as _turns
-from backline.llm._anthropic_convert import convert_tool_choice as _checked_choice
+from backline.llm import (
+    ChatContext,
+    FunctionTool,
+    NamedToolChoice,
+    ToolChoice,
+    ToolResult,
+    arguments_object,
+    check_tool_choice,
+    pair_tool_calls,
+)
 
 #: Put before the output of a tool that failed (Chat Completions has no error flag).
 ERROR_PREFIX = "Error: "
@@ -35,37 +42,35 @@ def convert_context(chat_ctx: ChatContext) -> list[dict[str, Any]]:
       an error result starts with ``ERROR_PREFIX``;
     - the conversation starts and ends with a user turn (placeholders as for Claude).
     """
-    system, turns = _turns(chat_ctx)
-    messages: list[dict[str, Any]] = [{"role": "system", "content": system}] if system else []
-    for turn in turns:
-        texts = [b["text"] for b in turn["content"] if b["type"] == "text"]
-        if turn["role"] == "assistant":
+    paired = pair_tool_calls(chat_ctx)
+    messages: list[dict[str, Any]] = (
+        [{"role": "system", "content": paired.system}] if paired.system else []
+    )
+    for turn in paired.turns:
+        texts = turn.texts
+        if turn.role == "assistant":
             message: dict[str, Any] = {"role": "assistant", "content": "\n\n".join(texts) or None}
-            calls = [_tool_call(b) for b in turn["content"] if b["type"] == "tool_use"]
+            calls = [_tool_call(c.call_id, c.name, c.arguments) for c in turn.calls]
             if calls:
                 message["tool_calls"] = calls
             messages.append(message)
             continue
-        messages.extend(_tool_message(b) for b in turn["content"] if b["type"] == "tool_result")
+        messages.extend(_tool_message(r) for r in turn.results)
         if texts:
             messages.append({"role": "user", "content": "\n\n".join(texts)})
     return messages
 
 
-def _tool_call(block: dict[str, Any]) -> dict[str, Any]:
-    arguments = json.dumps(block["input"], ensure_ascii=False, separators=(",", ":"))
-    return {
-        "id": block["id"],
-        "type": "function",
-        "function": {"name": block["name"], "arguments": arguments},
-    }
+def _tool_call(call_id: str, name: str, arguments: str) -> dict[str, Any]:
+    normalized = json.dumps(arguments_object(arguments), ensure_ascii=False, separators=(",", ":"))
+    return {"id": call_id, "type": "function", "function": {"name": name, "arguments": normalized}}
 
 
-def _tool_message(block: dict[str, Any]) -> dict[str, Any]:
-    content = str(block.get("content", ""))
-    if block.get("is_error"):
+def _tool_message(result: ToolResult) -> dict[str, Any]:
+    content = result.output if result.output.strip() else ""
+    if result.is_error:
         content = ERROR_PREFIX + content
-    return {"role": "tool", "tool_call_id": block["tool_use_id"], "content": content}
+    return {"role": "tool", "tool_call_id": result.call_id, "content": content}
 
 
 def convert_tools(tools: Sequence[FunctionTool]) -> list[dict[str, Any]]:
@@ -84,9 +89,7 @@ def convert_tool_choice(
 ) -> str | dict[str, Any] | None:
     """``"auto"`` / ``"none"`` / ``"required"`` / ``{"type": "function", "function":
     {"name"}}``; ``None`` without tools or choice. Bad choices raise ``LLMError``."""
-    checked = _checked_choice(tool_choice, tools)
-    if checked is None:
-        return None
-    if checked["type"] == "tool":
-        return {"type": "function", "function": {"name": checked["name"]}}
-    return "required" if checked["type"] == "any" else str(checked["type"])
+    checked = check_tool_choice(tool_choice, tools)
+    if isinstance(checked, NamedToolChoice):
+        return {"type": "function", "function": {"name": checked.name}}
+    return checked

@@ -6,11 +6,9 @@ Imported on demand (``from backline_openai.llm import OpenAILLM``): it pulls in 
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import os
-import time
-from collections.abc import AsyncGenerator, Awaitable, Sequence
+from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, cast
 
@@ -19,18 +17,23 @@ import openai
 
 from backline.limits import DEFAULT_LIMITS
 from backline.llm import (
+    BrokenStream,
     ChatChunk,
     ChatContext,
     FunctionTool,
     LLMError,
     LLMStream,
-    LLMTimeoutError,
+    ProviderFailure,
+    ProviderStreams,
+    RequestPolicy,
+    StreamDecoder,
     TextDelta,
     ToolCallChunk,
     ToolChoice,
-    Usage,
+    failed_stream,
+    retry_after_seconds,
+    retryable_status,
 )
-from backline.llm._deadlines import DeadlinePassed, Deadlines
 
 from ._convert import convert_context, convert_tool_choice, convert_tools
 from ._endpoints import DEFAULT_MODEL, Endpoint
@@ -58,17 +61,8 @@ _STATUS_OF_ERROR_TYPE = {
     "overloaded_error": 529,
 }
 
-
-class _IncompleteStream(Exception):
-    """The stream ended before a ``finish_reason``."""
-
-
-class _MalformedStream(Exception):
-    """A chunk of the stream could not be read."""
-
-
-_RequestFailure = (openai.APIError, httpx2.TransportError, _IncompleteStream, _MalformedStream)
-_UNREADABLE = (ValueError, TypeError, KeyError, AttributeError)  # JSON errors are ValueErrors
+#: Appended to a passed deadline's message when no attempt failed.
+_STALL_HINT = " (the server may be overloaded, or the model too slow or still loading)"
 
 
 class OpenAILLM:
@@ -106,16 +100,13 @@ class OpenAILLM:
     ) -> None:
         if max_tokens is not None and max_tokens < 1:
             raise ValueError(f"max_tokens must be >= 1, got {max_tokens}")
-        if max_retries < 0:
-            raise ValueError(f"max_retries must be >= 0, got {max_retries}")
-        for name, value in (
-            ("first_token_timeout", first_token_timeout),
-            ("response_timeout", response_timeout),
-        ):
-            if value is not None and not value > 0:
-                raise ValueError(
-                    f"{name} must be a positive number of seconds or None, got {value}"
-                )
+        policy = RequestPolicy(
+            max_retries=max_retries,
+            retry_base_delay=retry_base_delay,
+            retry_max_delay=retry_max_delay,
+            first_token_timeout=first_token_timeout,
+            response_timeout=response_timeout,
+        )
         if client is not None and (api_key is not None or base_url is not None):
             raise ValueError("pass either client= or api_key=/base_url=, not both")
         where = str(client.base_url) if client is not None else base_url
@@ -128,12 +119,7 @@ class OpenAILLM:
             )
         self._model = chosen
         self._max_tokens = max_tokens
-        self._max_retries = max_retries
-        self._retry_base_delay = retry_base_delay
-        self._retry_max_delay = retry_max_delay
         self._timeout = timeout
-        self._first_token_timeout = first_token_timeout
-        self._response_timeout = response_timeout
         self._missing_key: str | None = None
         if client is None:
             key = api_key if api_key is not None else self._endpoint.find_key()
@@ -149,6 +135,16 @@ class OpenAILLM:
         else:
             self._client = client.with_options(max_retries=0)
             self._owns_client = False
+        self._streams = ProviderStreams(
+            self._open,
+            _Decoder,
+            self._failure,
+            label=f"{self._endpoint.name} API at {self._endpoint.url}",
+            adapter="OpenAILLM",
+            policy=policy,
+            stall_hint=_STALL_HINT,
+            log=log,
+        )
 
     @property
     def model(self) -> str:
@@ -187,10 +183,10 @@ class OpenAILLM:
     ) -> LLMStream:
         """Stream a reply to ``chat_ctx`` (converted now; errors surface when iterated)."""
         try:
-            params: dict[str, Any] | LLMError = self._params(chat_ctx, tools, tool_choice)
+            params = self._params(chat_ctx, tools, tool_choice)
         except LLMError as e:
-            params = e
-        return LLMStream(self._stream(params))
+            return failed_stream(e)
+        return self._streams.stream(params)
 
     def _params(
         self,
@@ -215,141 +211,52 @@ class OpenAILLM:
             params["tool_choice"] = choice
         return params
 
-    async def _stream(self, params: dict[str, Any] | LLMError) -> AsyncGenerator[ChatChunk, None]:
-        if isinstance(params, LLMError):
-            raise params
-        started = time.monotonic()
-        deadlines = Deadlines(self._first_token_timeout, self._response_timeout)
-        attempt = 0
-        last_failure: _Failure | None = None
-        while True:
-            attempt += 1
-            acc = _Accumulator(started)
-            try:
-                create = cast(Any, self._client.chat.completions).create(**params)
-                stream = await deadlines.within(cast("Awaitable[Any]", create), acc.started)
-                try:
-                    while True:
-                        try:
-                            event = await deadlines.within(anext(stream), acc.started)
-                            chunks = acc.feed(event)
-                        except StopAsyncIteration:
-                            break
-                        except _UNREADABLE as e:
-                            raise _MalformedStream(
-                                f"the response stream had a chunk that could not be read "
-                                f"({type(e).__name__}: {e})"
-                            ) from e
-                        for chunk in chunks:
-                            yield chunk
-                finally:
-                    await stream.close()
-                if not acc.finished:
-                    raise _IncompleteStream("the response stream ended before a finish_reason")
-                for chunk in acc.pending_calls():
-                    yield chunk
-            except DeadlinePassed as e:
-                raise self._deadline_error(e, acc.yielded, last_failure) from None
-            except _RequestFailure as e:
-                failure = last_failure = self._failure(e)
-                if acc.yielded:
-                    raise LLMError(
-                        f"{failure.message} (the reply was cut off after output had started)",
-                        retryable=failure.retryable,
-                        status=failure.status,
-                    ) from e
-                if not failure.retryable or attempt > self._max_retries:
-                    if failure.retryable:
-                        tries = f"{attempt} attempt{'s' if attempt > 1 else ''}"
-                        raise LLMError(
-                            f"{failure.message} (gave up after {tries})",
-                            retryable=True,
-                            status=failure.status,
-                        ) from e
-                    raise LLMError(failure.message, status=failure.status) from e
-                delay = self._backoff(attempt, failure.retry_after)
-                log.warning(
-                    "%s; retrying in %.2fs (attempt %d of %d)",
-                    failure.message,
-                    delay,
-                    attempt + 1,
-                    self._max_retries + 1,
-                )
-                try:
-                    await deadlines.within(asyncio.sleep(delay), acc.yielded)
-                except DeadlinePassed as passed:
-                    raise self._deadline_error(passed, False, failure) from e
-                continue
-            yield acc.usage()
-            return
+    async def _open(self, params: dict[str, Any]) -> AsyncIterator[ChatCompletionChunk]:
+        stream = await cast(Any, self._client.chat.completions).create(**params)
+        return cast("AsyncIterator[ChatCompletionChunk]", stream)
 
-    def _deadline_error(
-        self, e: DeadlinePassed, output_started: bool, last: _Failure | None
-    ) -> LLMTimeoutError:
-        if e.which == "first_token_timeout":
-            what = f"no output within {e.seconds:g}s of the request"
-        else:
-            what = f"the response did not finish within {e.seconds:g}s"
-        if output_started:
-            tail = " (the reply was cut off after output had started)"
-        elif last is not None:
-            tail = f"; the last attempt failed: {last.message}"
-        else:
-            tail = " (the server may be overloaded, or the model too slow or still loading)"
-        return LLMTimeoutError(
-            f"{self._endpoint.name} API at {self._endpoint.url}: {what} ({e.which} of "
-            "OpenAILLM)" + tail
-        )
-
-    def _backoff(self, attempt: int, retry_after: float | None) -> float:
-        delay = self._retry_base_delay * 2.0 ** (attempt - 1)
-        if retry_after is not None:
-            delay = max(delay, retry_after)
-        return min(delay, self._retry_max_delay)
-
-    def _failure(self, e: BaseException) -> _Failure:
+    def _failure(self, e: BaseException) -> ProviderFailure | None:
+        """A failed request (``None``: not one, raised as it is)."""
         where = self._endpoint.url
         if isinstance(e, openai.APIStatusError):
             return self._status_failure(e)
         if isinstance(e, openai.APITimeoutError):
             waited = f" after {self._timeout:g}s" if self._timeout is not None else ""
-            return _Failure(
+            return ProviderFailure(
                 f"Timed out{waited} waiting for {where} (the server is slow or overloaded, "
                 "or a local model is still loading: try again)",
                 retryable=True,
             )
         if isinstance(e, openai.APIConnectionError | httpx2.TransportError):
             detail = e.__cause__ if isinstance(e, openai.APIError) and e.__cause__ else e
-            return _Failure(
+            return ProviderFailure(
                 f"Could not reach the OpenAI-compatible API at {where}: {detail!r} — is the "
                 "server running, and is --base-url (OPENAI_BASE_URL) right?",
                 retryable=True,
             )
-        if isinstance(e, _IncompleteStream | _MalformedStream):
-            return _Failure(f"{self._endpoint.name} API at {where}: {e}", retryable=True)
-        assert isinstance(e, openai.APIError)
-        return self._stream_error_failure(e)
+        if isinstance(e, openai.APIError):
+            return self._stream_error_failure(e)
+        return None
 
-    def _stream_error_failure(self, e: openai.APIError) -> _Failure:
+    def _stream_error_failure(self, e: openai.APIError) -> ProviderFailure:
         """An ``error`` object inside a 200 stream."""
         body = e.body if isinstance(e.body, dict) else {}
         kind = str(body.get("type") or body.get("code") or "")
         status = _STATUS_OF_ERROR_TYPE.get(kind, 500)
         label = f"{self._endpoint.name} API error {status}" + (f" {kind}" if kind else "")
-        retryable = status in (408, 409, 429) or status >= 500
-        return _Failure(f"{label}: {e.message}", retryable=retryable, status=status)
+        return ProviderFailure(
+            f"{label}: {e.message}", retryable=retryable_status(status), status=status
+        )
 
-    def _status_failure(self, e: openai.APIStatusError) -> _Failure:
+    def _status_failure(self, e: openai.APIStatusError) -> ProviderFailure:
         status = e.status_code
         body = e.body if isinstance(e.body, dict) else {}
         kind = str(body.get("type") or body.get("code") or "")
         api_message = str(body.get("message") or e.body or e.message)
         label = f"{self._endpoint.name} API error {status}" + (f" {kind}" if kind else "")
         message = f"{label}: {api_message}"
-        retryable = status in (408, 409, 429) or status >= 500
-        should_retry = e.response.headers.get("x-should-retry")
-        if should_retry in ("true", "false"):
-            retryable = should_retry == "true"
+        headers = e.response.headers
+        retryable = retryable_status(status, headers)
         mentions_model = "model" in api_message.lower() or body.get("code") == "model_not_found"
         if status == 401:
             message = (
@@ -370,28 +277,9 @@ class OpenAILLM:
             )
         elif status == 429:
             message += " (rate limited)"
-        return _Failure(message, retryable=retryable, status=status, retry_after=_retry_after(e))
-
-
-@dataclass(frozen=True)
-class _Failure:
-    message: str
-    retryable: bool
-    status: int | None = None
-    retry_after: float | None = None
-
-
-def _retry_after(e: openai.APIStatusError) -> float | None:
-    headers = e.response.headers
-    for name, scale in (("retry-after-ms", 0.001), ("retry-after", 1.0)):
-        value = headers.get(name)
-        if value is None:
-            continue
-        try:
-            return max(0.0, float(value) * scale)
-        except ValueError:
-            continue
-    return None
+        return ProviderFailure(
+            message, retryable=retryable, status=status, retry_after=retry_after_seconds(headers)
+        )
 
 
 @dataclass
@@ -405,39 +293,24 @@ class _ToolCall:
         return ToolCallChunk(self.call_id, self.name, raw if raw.strip() else "{}")
 
 
-class _Accumulator:
+class _Decoder(StreamDecoder["ChatCompletionChunk"]):
     """Turns stream chunks into backline chunks; collects tool calls, usage, finish."""
 
-    def __init__(self, started: float) -> None:
-        self._started = started
+    event_name = "a chunk"
+
+    def __init__(self) -> None:
         self._calls: dict[int, _ToolCall] = {}
-        self.ttft: float | None = None
-        self.yielded = False
-        self.finished = False
-        self.stop_reason: str | None = None
-        self.input_tokens = 0
-        self.output_tokens = 0
-        self.cache_read = 0
+        self._finished = False
 
-    @property
-    def started(self) -> bool:
-        """Output has begun: text was yielded, or a tool call is streaming (for the
-        deadlines; its chunk is yielded once the reply finished)."""
-        return self.yielded or bool(self._calls)
-
-    def _emit(self, chunk: ChatChunk) -> list[ChatChunk]:
-        if not self.yielded:
-            self.yielded = True
-            self.ttft = time.monotonic() - self._started
-        return [chunk]
-
-    def feed(self, event: ChatCompletionChunk) -> list[ChatChunk]:
+    def feed(self, event: ChatCompletionChunk) -> Sequence[ChatChunk]:
         usage = event.usage
         if usage is not None:
             self.input_tokens = usage.prompt_tokens or 0
             self.output_tokens = usage.completion_tokens or 0
             details = usage.prompt_tokens_details
-            self.cache_read = (details.cached_tokens or 0) if details is not None else 0
+            self.cache_read_input_tokens = (
+                (details.cached_tokens or 0) if details is not None else 0
+            )
         out: list[ChatChunk] = []
         for choice in event.choices:
             if choice.index != 0:
@@ -448,6 +321,8 @@ class _Accumulator:
                 acc = self._calls.get(index)
                 if acc is None:
                     acc = self._calls[index] = _ToolCall(call.id or f"call_{len(self._calls) + 1}")
+                    # Output has begun (for the deadlines): its chunk comes at the end.
+                    self.output_started = True
                 function = call.function
                 if function is not None:
                     if function.name and not acc.name:
@@ -456,9 +331,9 @@ class _Accumulator:
                         acc.parts.append(function.arguments)
             text = delta.content or delta.refusal
             if text:
-                out += self._emit(TextDelta(text))
+                out.append(TextDelta(text))
             if choice.finish_reason is not None:
-                self.finished = True
+                self._finished = True
                 self.stop_reason = choice.finish_reason
         return out
 
@@ -472,21 +347,9 @@ class _Accumulator:
             return max(self._calls, default=-1) + 1
         return known.get(call_id or "", max(self._calls, default=0))
 
-    def pending_calls(self) -> list[ChatChunk]:
+    def end(self) -> Sequence[ChatChunk]:
         """The tool calls, complete, in index order (sent once the reply finished)."""
-        out: list[ChatChunk] = []
-        for index in sorted(self._calls):
-            call = self._calls[index]
-            if call.name:
-                out += self._emit(call.chunk())
-        self._calls.clear()
-        return out
-
-    def usage(self) -> Usage:
-        return Usage(
-            input_tokens=self.input_tokens,
-            output_tokens=self.output_tokens,
-            cache_read_input_tokens=self.cache_read,
-            ttft=self.ttft,
-            stop_reason=self.stop_reason,
-        )
+        if not self._finished:
+            raise BrokenStream("the response stream ended before a finish_reason")
+        calls = [self._calls[index] for index in sorted(self._calls)]
+        return [call.chunk() for call in calls if call.name]

@@ -6,14 +6,12 @@ in the ``anthropic`` package, which takes seconds to import. See docs/anthropic.
 
 from __future__ import annotations
 
-import asyncio
 import json
 import logging
 import os
-import time
-from collections.abc import AsyncGenerator, Sequence
+from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, TypeVar, cast
+from typing import TYPE_CHECKING, Any, cast
 
 import anthropic
 import httpx2
@@ -21,10 +19,18 @@ import httpx2
 from ..keys import get_key
 from ..limits import DEFAULT_LIMITS
 from ._anthropic_convert import convert_context, convert_tool_choice, convert_tools
-from ._deadlines import DeadlinePassed as _DeadlinePassed
-from ._deadlines import Deadlines as _Deadlines
 from .chat_context import ChatContext
-from .llm import ChatChunk, LLMError, LLMStream, LLMTimeoutError, TextDelta, ToolCallChunk, Usage
+from .llm import ChatChunk, LLMError, LLMStream, TextDelta, ToolCallChunk
+from .provider import (
+    BrokenStream,
+    ProviderFailure,
+    ProviderStreams,
+    RequestPolicy,
+    StreamDecoder,
+    failed_stream,
+    retry_after_seconds,
+    retryable_status,
+)
 from .tools import FunctionTool, ToolChoice
 
 if TYPE_CHECKING:
@@ -33,8 +39,6 @@ if TYPE_CHECKING:
 __all__ = ["DEFAULT_MODEL", "MODEL_ENV", "AnthropicLLM"]
 
 log = logging.getLogger(__name__)
-
-_T = TypeVar("_T")
 
 #: The model used when neither ``model=`` nor ``BACKLINE_MODEL`` is given: a fast one.
 DEFAULT_MODEL = "claude-haiku-5-5"
@@ -55,24 +59,7 @@ _STATUS_OF_ERROR_TYPE = {
     "overloaded_error": 529,
 }
 
-
-class _IncompleteStream(Exception):
-    """The stream ended before ``message_stop``."""
-
-
-class _MalformedStream(Exception):
-    """An event of the stream could not be read (not JSON, or not the expected shape)."""
-
-
-_RequestFailure = (
-    anthropic.APIStatusError,
-    anthropic.APIConnectionError,
-    httpx2.TransportError,
-    _IncompleteStream,
-    _MalformedStream,
-)
-
-_UNREADABLE = (ValueError, TypeError, KeyError, AttributeError)  # JSONDecodeError is a ValueError
+_RequestFailure = (anthropic.APIStatusError, anthropic.APIConnectionError, httpx2.TransportError)
 
 
 class AnthropicLLM:
@@ -112,23 +99,15 @@ class AnthropicLLM:
     ) -> None:
         if max_tokens < 1:
             raise ValueError(f"max_tokens must be >= 1, got {max_tokens}")
-        if max_retries < 0:
-            raise ValueError(f"max_retries must be >= 0, got {max_retries}")
-        for name, value in (
-            ("first_token_timeout", first_token_timeout),
-            ("response_timeout", response_timeout),
-        ):
-            if value is not None and not value > 0:
-                raise ValueError(
-                    f"{name} must be a positive number of seconds or None, got {value}"
-                )
-        self._first_token_timeout = first_token_timeout
-        self._response_timeout = response_timeout
+        policy = RequestPolicy(
+            max_retries=max_retries,
+            retry_base_delay=retry_base_delay,
+            retry_max_delay=retry_max_delay,
+            first_token_timeout=first_token_timeout,
+            response_timeout=response_timeout,
+        )
         self._model = model or os.environ.get(MODEL_ENV) or DEFAULT_MODEL
         self._max_tokens = max_tokens
-        self._max_retries = max_retries
-        self._retry_base_delay = retry_base_delay
-        self._retry_max_delay = retry_max_delay
         if client is None:
             self._client = anthropic.AsyncAnthropic(
                 api_key=api_key if api_key is not None else get_key(KEY_ENV),
@@ -142,6 +121,15 @@ class AnthropicLLM:
                 raise ValueError("pass either client= or api_key=/base_url=, not both")
             self._client = client.with_options(max_retries=0)
             self._owns_client = False
+        self._streams = ProviderStreams(
+            self._open,
+            _Decoder,
+            self._failure,
+            label=f"Anthropic API at {self._client.base_url}",
+            adapter="AnthropicLLM",
+            policy=policy,
+            log=log,
+        )
 
     @property
     def model(self) -> str:
@@ -170,10 +158,10 @@ class AnthropicLLM:
     ) -> LLMStream:
         """Stream a reply to ``chat_ctx`` (converted now; errors surface when iterated)."""
         try:
-            params: dict[str, Any] | LLMError = self._params(chat_ctx, tools, tool_choice)
+            params = self._params(chat_ctx, tools, tool_choice)
         except LLMError as e:
-            params = e
-        return LLMStream(self._stream(params))
+            return failed_stream(e)
+        return self._streams.stream(params)
 
     def _params(
         self,
@@ -196,7 +184,7 @@ class AnthropicLLM:
             params["tool_choice"] = choice
         return params
 
-    async def _open(self, params: dict[str, Any]) -> anthropic.AsyncStream[RawMessageStreamEvent]:
+    async def _open(self, params: dict[str, Any]) -> AsyncIterator[RawMessageStreamEvent]:
         try:
             return await self._client.messages.create(
                 model=params["model"],
@@ -219,107 +207,19 @@ class AnthropicLLM:
         except anthropic.CredentialsError as e:
             raise LLMError(f"Anthropic credentials could not be loaded: {e}", status=401) from e
 
-    async def _stream(self, params: dict[str, Any] | LLMError) -> AsyncGenerator[ChatChunk, None]:
-        if isinstance(params, LLMError):
-            raise params
-        started = time.monotonic()
-        deadlines = _Deadlines(self._first_token_timeout, self._response_timeout)
-        attempt = 0
-        output_started = False
-        last_failure: _Failure | None = None
-        while True:
-            attempt += 1
-            acc = _Accumulator(started)
-            try:
-                stream = await deadlines.within(self._open(params), output_started)
-                try:
-                    events = stream.__aiter__()
-                    while True:
-                        try:
-                            event = await deadlines.within(anext(events), output_started)
-                            chunks = acc.feed(event)
-                        except StopAsyncIteration:
-                            break
-                        except _UNREADABLE as e:
-                            raise _MalformedStream(
-                                f"the response stream had an event that could not be read "
-                                f"({type(e).__name__}: {e})"
-                            ) from e
-                        for chunk in chunks:
-                            output_started = True
-                            yield chunk
-                finally:
-                    await stream.close()
-                if not acc.stopped:
-                    raise _IncompleteStream("the response stream ended before message_stop")
-            except _DeadlinePassed as e:
-                raise self._deadline_error(e, output_started, last_failure) from None
-            except _RequestFailure as e:
-                failure = last_failure = self._failure(e)
-                if acc.yielded:
-                    raise LLMError(
-                        f"{failure.message} (the reply was cut off after output had started)",
-                        retryable=failure.retryable,
-                        status=failure.status,
-                    ) from e
-                if not failure.retryable or attempt > self._max_retries:
-                    if failure.retryable:
-                        tries = f"{attempt} attempt{'s' if attempt > 1 else ''}"
-                        raise LLMError(
-                            f"{failure.message} (gave up after {tries})",
-                            retryable=True,
-                            status=failure.status,
-                        ) from e
-                    raise LLMError(failure.message, status=failure.status) from e
-                delay = self._backoff(attempt, failure.retry_after)
-                log.warning(
-                    "%s; retrying in %.2fs (attempt %d of %d)",
-                    failure.message,
-                    delay,
-                    attempt + 1,
-                    self._max_retries + 1,
-                )
-                try:
-                    await deadlines.within(asyncio.sleep(delay), output_started)
-                except _DeadlinePassed as passed:
-                    raise self._deadline_error(passed, output_started, failure) from e
-                continue
-            yield acc.usage()
-            return
-
-    def _deadline_error(
-        self, e: _DeadlinePassed, output_started: bool, last: _Failure | None
-    ) -> LLMTimeoutError:
-        if e.which == "first_token_timeout":
-            what = f"no output within {e.seconds:g}s of the request"
-        else:
-            what = f"the response did not finish within {e.seconds:g}s"
-        if output_started:
-            tail = " (the reply was cut off after output had started)"
-        elif last is not None:
-            tail = f"; the last attempt failed: {last.message}"
-        else:
-            tail = ""
-        return LLMTimeoutError(
-            f"Anthropic API at {self._client.base_url}: {what} ({e.which} of AnthropicLLM)" + tail
-        )
-
-    def _backoff(self, attempt: int, retry_after: float | None) -> float:
-        delay = self._retry_base_delay * 2.0 ** (attempt - 1)
-        if retry_after is not None:
-            delay = max(delay, retry_after)
-        return min(delay, self._retry_max_delay)
-
-    def _failure(self, e: BaseException) -> _Failure:
+    def _failure(self, e: BaseException) -> ProviderFailure | None:
+        """A failed request (``None``: not one, raised as it is)."""
         if isinstance(e, anthropic.APIStatusError):
             return self._status_failure(e)
-        where = str(self._client.base_url)
-        if isinstance(e, _IncompleteStream | _MalformedStream):
-            return _Failure(f"Anthropic API at {where}: {e}", retryable=True)
+        if not isinstance(e, _RequestFailure):
+            return None
         detail = e.__cause__ if isinstance(e, anthropic.APIConnectionError) and e.__cause__ else e
-        return _Failure(f"Could not reach the Anthropic API at {where}: {detail!r}", retryable=True)
+        return ProviderFailure(
+            f"Could not reach the Anthropic API at {self._client.base_url}: {detail!r}",
+            retryable=True,
+        )
 
-    def _status_failure(self, e: anthropic.APIStatusError) -> _Failure:
+    def _status_failure(self, e: anthropic.APIStatusError) -> ProviderFailure:
         error_type = e.type or ""
         status = e.status_code
         if status < 400:  # an ``error`` event inside a 200 stream
@@ -327,11 +227,8 @@ class AnthropicLLM:
         api_message = e.api_message or e.message
         label = f"Anthropic API error {status}" + (f" {error_type}" if error_type else "")
         message = f"{label}: {api_message}"
-        retryable = status in (408, 409, 429) or status >= 500
         headers = e.response.headers
-        should_retry = headers.get("x-should-retry")
-        if should_retry in ("true", "false"):
-            retryable = should_retry == "true"
+        retryable = retryable_status(status, headers)
         if status == 401:
             message = (
                 f"{label}: the API key was rejected — ANTHROPIC_API_KEY is missing or wrong "
@@ -347,28 +244,9 @@ class AnthropicLLM:
             )
         elif status == 404:
             message += f" — check the base URL {str(self._client.base_url)!r}"
-        return _Failure(message, retryable=retryable, status=status, retry_after=_retry_after(e))
-
-
-@dataclass(frozen=True)
-class _Failure:
-    message: str
-    retryable: bool
-    status: int | None = None
-    retry_after: float | None = None
-
-
-def _retry_after(e: anthropic.APIStatusError) -> float | None:
-    headers = e.response.headers
-    for name, scale in (("retry-after-ms", 0.001), ("retry-after", 1.0)):
-        value = headers.get(name)
-        if value is None:
-            continue
-        try:
-            return max(0.0, float(value) * scale)
-        except ValueError:
-            continue
-    return None
+        return ProviderFailure(
+            message, retryable=retryable, status=status, retry_after=retry_after_seconds(headers)
+        )
 
 
 @dataclass
@@ -385,34 +263,20 @@ class _ToolUse:
         return json.dumps(self.initial_input or {}, separators=(",", ":"))
 
 
-class _Accumulator:
+class _Decoder(StreamDecoder["RawMessageStreamEvent"]):
     """Turns raw stream events into chunks; collects usage and the stop reason."""
 
-    def __init__(self, started: float) -> None:
-        self._started = started
+    def __init__(self) -> None:
         self._tools: dict[int, _ToolUse] = {}
-        self.ttft: float | None = None
-        self.yielded = False
-        self.stopped = False
-        self.stop_reason: str | None = None
-        self.input_tokens = 0
-        self.output_tokens = 0
-        self.cache_read = 0
-        self.cache_creation = 0
+        self._stopped = False
 
-    def _emit(self, chunk: ChatChunk) -> list[ChatChunk]:
-        if not self.yielded:
-            self.yielded = True
-            self.ttft = time.monotonic() - self._started
-        return [chunk]
-
-    def feed(self, event: RawMessageStreamEvent) -> list[ChatChunk]:
+    def feed(self, event: RawMessageStreamEvent) -> Sequence[ChatChunk]:
         if event.type == "message_start":
             usage = event.message.usage
             self.input_tokens = usage.input_tokens
             self.output_tokens = usage.output_tokens
-            self.cache_read = usage.cache_read_input_tokens or 0
-            self.cache_creation = usage.cache_creation_input_tokens or 0
+            self.cache_read_input_tokens = usage.cache_read_input_tokens or 0
+            self.cache_creation_input_tokens = usage.cache_creation_input_tokens or 0
         elif event.type == "content_block_start":
             block = event.content_block
             if block.type == "tool_use":
@@ -420,13 +284,13 @@ class _Accumulator:
         elif event.type == "content_block_delta":
             delta = event.delta
             if delta.type == "text_delta" and delta.text:
-                return self._emit(TextDelta(delta.text))
+                return (TextDelta(delta.text),)
             if delta.type == "input_json_delta" and event.index in self._tools:
                 self._tools[event.index].parts.append(delta.partial_json)
         elif event.type == "content_block_stop":
             tool = self._tools.pop(event.index, None)
             if tool is not None:
-                return self._emit(ToolCallChunk(tool.call_id, tool.name, tool.arguments()))
+                return (ToolCallChunk(tool.call_id, tool.name, tool.arguments()),)
         elif event.type == "message_delta":
             self.stop_reason = event.delta.stop_reason or self.stop_reason
             d = event.usage
@@ -434,19 +298,14 @@ class _Accumulator:
             if d.input_tokens is not None:
                 self.input_tokens = d.input_tokens
             if d.cache_read_input_tokens is not None:
-                self.cache_read = d.cache_read_input_tokens
+                self.cache_read_input_tokens = d.cache_read_input_tokens
             if d.cache_creation_input_tokens is not None:
-                self.cache_creation = d.cache_creation_input_tokens
+                self.cache_creation_input_tokens = d.cache_creation_input_tokens
         elif event.type == "message_stop":
-            self.stopped = True
-        return []
+            self._stopped = True
+        return ()
 
-    def usage(self) -> Usage:
-        return Usage(
-            input_tokens=self.input_tokens,
-            output_tokens=self.output_tokens,
-            cache_read_input_tokens=self.cache_read,
-            cache_creation_input_tokens=self.cache_creation,
-            ttft=self.ttft,
-            stop_reason=self.stop_reason,
-        )
+    def end(self) -> Sequence[ChatChunk]:
+        if not self._stopped:
+            raise BrokenStream("the response stream ended before message_stop")
+        return ()
