@@ -244,7 +244,7 @@ async def test_an_idle_session_keeps_nothing_from_its_close() -> None:
     keeps its CancelledError, whose traceback keeps the frames (and their locals) of
     every coroutine it went through, as long as the task is kept."""
     session = await _idle_session_after_a_turn()
-    activity = session._activity
+    activity = session._switches.current
     assert activity is not None and activity._loop_task is not None
     assert session.background is not None
     worker = session.background.runtime("worker")

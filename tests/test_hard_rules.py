@@ -389,7 +389,9 @@ async def test_a_forced_interrupt_stops_queued_tasks_from_starting(
     await session.start(TwoQuestions())
     await session.run(user_input="go")
     assert isinstance(session.current_agent, Dialog)
-    parent_speech = next(sp for sp in session._activities[0].speeches() if sp.source == "user_turn")
+    parent_speech = next(
+        sp for sp in session._switches.activities[0].speeches() if sp.source == "user_turn"
+    )
     back = asyncio.Event()
     session.on(
         "agent_handoff", lambda ev: back.set() if isinstance(ev.new_agent, TwoQuestions) else None

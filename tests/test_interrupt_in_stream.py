@@ -114,7 +114,7 @@ async def test_close_while_the_stream_waits_ends_the_agent(
         session.interrupt()  # its cancellation and close's land together
     await asyncio.wait_for(session.aclose(), GUARD)
     assert session.closed and llm.closed.is_set()
-    activity = session._activities  # every agent closed, none left running
+    activity = session._switches.activities  # every agent closed, none left running
     assert activity == []
 
 
@@ -191,7 +191,7 @@ async def test_a_cancellation_that_lands_as_the_cleared_playout_ends_stops_the_a
     session: Session[Any] = Session(ScriptedLLM([text("Hello there.")]), output=output)
     await session.start(Agent("You are terse."))
     try:
-        activity = session._activity
+        activity = session._switches.current
         assert activity is not None and activity._loop_task is not None
         output.loop_task = activity._loop_task
         session.push_user_turn("hi")

@@ -141,7 +141,7 @@ async def test_the_switch_lock_and_the_pause_slot_are_made_when_first_needed() -
     s = _session(WORKER)
     await s.start(_Agent())
     await s.run(user_input="hello")
-    activity = s._activity
+    activity = s._switches.current
     assert activity is not None
     assert s._switches._mutex is None and activity._pause_slot is None
     lock, slot = s._switches._lock, activity.pause_slot

@@ -257,7 +257,7 @@ def make_background(world: World) -> Any:
 
 def owed(s: Session[Any]) -> bool:
     """An oracle stated from the parts: a follow-up is committed."""
-    a = s._activity
+    a = s._switches.current
     current_busy = a is not None and not a.paused and bool(a.queued or a.entering)
     switches = s._switches
     return bool(
@@ -300,7 +300,7 @@ def check(s: Session[Any], world: World, where: str) -> None:
         s.agent_state == "listening" and s.user_state == "listening" and not away.counting_holds()
     ):
         v.append(f"{where}: the away timer runs while it may not")
-    live = {a for a in s._activities if not a.closed}
+    live = {a for a in s._switches.activities if not a.closed}
     for hold in away.holds:
         if hold.owner is not None and hold.owner not in live:
             v.append(f"{where}: {hold} has no live owner")

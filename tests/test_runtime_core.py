@@ -502,7 +502,7 @@ async def test_tools_changed_between_requests_reach_the_next_request() -> None:
     async with Session(llm) as session:
         await session.start(agent)
         await session.run(user_input="one")
-        activity = session._activity
+        activity = session._switches.current
         assert activity is not None
         assert activity.tool_map() is activity.tool_map()  # reused while unchanged
         await session.run(user_input="two")  # swap runs, then the reply goes on

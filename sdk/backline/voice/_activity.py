@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..llm.chat_context import ChatItem, ChatMessage
 from ..llm.llm import LLM
-from ..llm.tools import FunctionTool
+from ..llm.tools import FunctionTool, ToolChoice
 from ..tasks import CancelWhenDone, TaskScope, done_within, emptied, first_completed
 from . import _replies
 from ._context import current_call, current_on_enter
@@ -20,7 +20,7 @@ from .agent import Agent
 from .events import ErrorEvent
 from .io import PlayoutResult, TextOutput
 from .parts import close_part
-from .speech_handle import SpeechHandle
+from .speech_handle import PRIORITY_NORMAL, SpeechHandle
 
 if TYPE_CHECKING:
     from ._runtime import Runtime
@@ -278,6 +278,56 @@ class AgentActivity:
             await close_part(part, owner=str(self))
         self.session.tools_changed()
 
+    # -- speeches ---------------------------------------------------------------
+    def generate(
+        self,
+        *,
+        user_input: str | None = None,
+        instructions: str | None = None,
+        tool_choice: ToolChoice | None = None,
+        allow_interruptions: bool | None = None,
+        source: str,
+        priority: int = PRIORITY_NORMAL,
+        user_turn: ChatMessage | None = None,
+    ) -> SpeechHandle:
+        """Queue a reply of this agent (``user_turn``: the user message it answers)."""
+        if allow_interruptions is None:  # (once per turn: inline)
+            allow_interruptions = self.agent._allow_interruptions
+            if allow_interruptions is None:
+                allow_interruptions = True
+        speech = SpeechHandle(
+            allow_interruptions=allow_interruptions, source=source, priority=priority
+        )
+        speech._user_turn = user_turn
+        if user_input is not None:
+            self.record([ChatMessage(role="user", content=user_input)], None)
+        if instructions is None and tool_choice is None:
+            self.schedule(speech, self.reply_work)  # (a user turn's reply)
+            return speech
+
+        async def work(sp: SpeechHandle) -> None:
+            await self.reply_work(sp, instructions=instructions, tool_choice=tool_choice)
+
+        self.schedule(speech, work)
+        return speech
+
+    def say(
+        self, text: str, *, allow_interruptions: bool | None, add_to_chat_ctx: bool
+    ) -> SpeechHandle:
+        """Queue ``text``, spoken as this agent (no model call)."""
+        if allow_interruptions is None:
+            allow_interruptions = self.agent.allow_interruptions
+        speech = SpeechHandle(
+            allow_interruptions=True if allow_interruptions is None else allow_interruptions,
+            source="say",
+        )
+
+        async def work(sp: SpeechHandle) -> None:
+            await self.say_work(sp, text, add_to_chat_ctx)
+
+        self.schedule(speech, work)
+        return speech
+
     # -- scheduling -------------------------------------------------------------
     def schedule(self, speech: SpeechHandle, work: SpeechWork) -> None:
         if self._closed:
@@ -285,8 +335,9 @@ class AgentActivity:
         speech._on_change = self._speech_changed
         heapq.heappush(self._queue, (-speech.priority, next(_seq), speech, work))
         session = self.session
-        if session._wants("speech_created"):
-            session._speech_created(speech)
+        transcript = session._transcript
+        if transcript.wants("speech_created"):
+            transcript.speech_created(speech)
         self._notify()
         session._refresh()
 
@@ -369,7 +420,7 @@ class AgentActivity:
                 # even if this loop is cancelled the moment the speech ends.
                 handoff, speech._handoff = speech._handoff, None
                 if handoff is not None:
-                    self.session._request_handoff(self, handoff)
+                    self.session._switches.request_handoff(self, handoff)
                 self.session._refresh()
             # Not kept while this loop waits: an idle agent holds no finished speech.
             speech = work = None  # type: ignore[assignment]
@@ -386,7 +437,7 @@ class AgentActivity:
             self.agent._chat_ctx._add(items[0])  # (the usual case: one item at a time)
         else:
             self.agent._chat_ctx.insert(items)
-        self.session._add_to_history(items)
+        self.session._transcript.add(items)
         if speech is not None:
             speech.chat_items.extend(items)
 

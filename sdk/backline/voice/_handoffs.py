@@ -13,10 +13,11 @@ import asyncio
 import logging
 from typing import TYPE_CHECKING, Any
 
+from ..llm.chat_context import AgentHandoff
 from ..llm.tools import ToolError
 from ._activity import AgentActivity
 from .agent import Agent, AgentTask
-from .events import ErrorEvent
+from .events import AgentHandoffEvent, ErrorEvent
 
 if TYPE_CHECKING:
     from ._runtime import Runtime
@@ -27,10 +28,12 @@ logger = logging.getLogger("backline")
 class Switches:
     """The switches of agents of one session (see the module doc)."""
 
-    __slots__ = ("_mutex", "_session", "held", "owed", "switching")
+    __slots__ = ("_mutex", "_session", "activities", "current", "held", "owed", "switching")
 
     def __init__(self, session: Runtime) -> None:
         self._session = session
+        self.current: AgentActivity | None = None  # the agent the user talks to
+        self.activities: list[AgentActivity] = []  # every agent running (paused ones too)
         self.switching = 0  # switches running
         self.owed = 0  # handoffs and hand-backs owed (requested, not yet done)
         self.held: list[str] = []  # user turns that wait for the switch to end
@@ -44,6 +47,44 @@ class Switches:
             lock = self._mutex = asyncio.Lock()
         return lock
 
+    # -- the agents ---------------------------------------------------------------------
+    def begin(self, activity: AgentActivity) -> None:
+        """The session starts with ``activity`` (its first agent)."""
+        self.current = activity
+        self.activities.append(activity)
+
+    def take_all(self) -> list[AgentActivity]:
+        """Every agent, the last started first (the session closes them)."""
+        taken, self.activities = self.activities[::-1], []
+        return taken
+
+    def target_agent(self) -> Agent:
+        """The agent that what is said to the session reaches now."""
+        if self.current is None:
+            raise RuntimeError("the session has not started")
+        return self.current.agent
+
+    def make_current(self, new: AgentActivity, old: AgentActivity | None) -> None:
+        """A switch made ``new`` the current agent (before ``old`` is torn down: there
+        is never a closed current agent)."""
+        session = self._session
+        self.current = new
+        if new not in self.activities:
+            self.activities.append(new)
+        session._transcript.add(
+            [AgentHandoff(old_agent=old.agent.label if old else None, new_agent=new.agent.label)]
+        )
+        session.emit(AgentHandoffEvent(old_agent=old.agent if old else None, new_agent=new.agent))
+        session._refresh()
+
+    async def retire(self, activity: AgentActivity) -> None:
+        """Close an agent that is no longer current, for good."""
+        await activity.aclose()
+        if activity in self.activities:
+            self.activities.remove(activity)
+        self._session._away.move_holds(activity, None)  # its running tools are the session's
+
+    # -- owed switches and held turns ----------------------------------------------------
     def owe_handoff(self) -> None:
         """A tool returned an agent: the handoff is owed from now on (the speech ends
         before it is requested, and the agent must not blip to "listening" between)."""
@@ -79,7 +120,7 @@ class Switches:
         new: AgentActivity | None = None
         try:
             async with self._lock:
-                if session._closing or session._activity is not old:
+                if session._closing or self.current is not old:
                     logger.warning("handoff to %s skipped: the agent changed", agent.label)
                     return
                 if isinstance(old.agent, AgentTask) and old.agent._awaited:
@@ -97,8 +138,8 @@ class Switches:
                     await new.start(replacing=old)
                     # The new agent is current before the old one is torn down: there
                     # is never a closed current agent (a say() meanwhile goes to it).
-                    session._make_current(new, old)
-                    await session._retire(old)
+                    self.make_current(new, old)
+                    await self.retire(old)
                     await session._follow_switch()
                 finally:
                     self.switching -= 1
@@ -131,7 +172,7 @@ class Switches:
                 except Exception as e:
                     parent.resume()
                     raise ToolError(f"cannot start {task.label}: {e}") from e
-                session._make_current(child, parent)
+                self.make_current(child, parent)
                 parent.hand_over_user_turns(child)
                 await session._follow_switch()
             finally:
@@ -179,18 +220,18 @@ class Switches:
             try:
                 await child.agent.on_exit()
                 await child.drain()
-                if session._activity is child and not parent.closed:
+                if self.current is child and not parent.closed:
                     merged = child.agent.chat_ctx.copy(
                         exclude_instructions=True,
                         exclude_function_calls=True,
                         exclude_handoffs=True,
                     )
                     parent.agent._chat_ctx.insert(merged.items)
-                    session._make_current(parent, child)  # before the task is torn down
+                    self.make_current(parent, child)  # before the task is torn down
                     parent.resume()
-                elif session._activity is child:  # pragma: no cover - parent closed under us
+                elif self.current is child:  # pragma: no cover - parent closed under us
                     logger.warning("%s finished but its caller is gone", child.agent.label)
-                await session._retire(child)
+                await self.retire(child)
                 await session._follow_switch()
             finally:
                 self.switching -= 1

@@ -58,11 +58,11 @@ async def run_inline(task: AgentTask[T]) -> T:
             if speech is not None:
                 speech._block()
             try:
-                result: Any = await session._run_task(activity, task)
+                result: Any = await session._switches.run_task(activity, task)
             finally:
                 if speech is not None:
                     speech._unblock()
-                    session._watch_in_active_run(speech)
+                    session._transcript.watch(speech)
             return result  # type: ignore[no-any-return]
     finally:
         activity.drain_exempt.pop(me, None)

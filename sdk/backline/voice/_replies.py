@@ -82,7 +82,7 @@ async def reply_work(
                     all_stop = False
             record_outputs(activity, step.calls, outputs, speech)
             step.settled = True
-            if session._wants("function_tools_executed"):
+            if session._transcript.wants("function_tools_executed"):
                 session.emit(
                     FunctionToolsExecuted(calls=[st.call for st in step.calls], outputs=outputs)
                 )
@@ -185,7 +185,7 @@ async def consume(
         output = session.output
         llm = activity.agent._llm or session.llm
         # Timed only when someone listens for the request's metrics.
-        timed = session._wants("llm_metrics")
+        timed = session._transcript.wants("llm_metrics")
         clock = asyncio.get_running_loop().time if timed else time.monotonic
         started = clock() if timed else 0.0
         first: float | None = None
@@ -236,7 +236,7 @@ async def consume(
         finally:
             if step.text_at is not None:
                 output.flush()
-            if timed and session._wants("llm_metrics"):
+            if timed and session._transcript.wants("llm_metrics"):
                 session.emit(
                     llm_metrics(
                         llm,

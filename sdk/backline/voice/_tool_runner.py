@@ -223,7 +223,7 @@ class ToolRunner:
         tools: dict[str, FunctionTool],
     ) -> CallState:
         state = CallState(self, activity, speech, call, tools.get(call.name))
-        state.run = self.session._active_run
+        state.run = self.session._transcript.run
         hold = self.session._away.take_hold(activity)
         running = self._running
         if running is None:

@@ -39,7 +39,7 @@ class UserTurns:
         session = self._session
         if activity._current is not None or activity._queue:
             activity.interrupt_all(force=False)
-        run = session._active_run
+        run = session._transcript.run
         if not self.in_progress and _default_hook(activity.agent):
             # Nothing to wait for (no earlier turn in progress, no hook to run): the
             # turn is stored and its reply queued now, with no task per turn.
@@ -59,7 +59,7 @@ class UserTurns:
         session = self._session
         try:
             async with self._lock:
-                activity = session._activity
+                activity = session._switches.current
                 if activity is None or session._closing:
                     return
                 msg = ChatMessage(role="user", content=text)
@@ -74,7 +74,7 @@ class UserTurns:
                             run._input_ids.add(msg.id)
                         activity.record([msg], None)
                         return
-                activity = session._activity
+                activity = session._switches.current
                 if activity is None or session._closing:
                     return
                 _take_turn(session, activity, msg, run)
@@ -99,12 +99,4 @@ def _take_turn(
     if run is not None:
         run._input_ids.add(msg.id)
     activity.record([msg], None)
-    session._generate(
-        activity,
-        user_input=None,
-        instructions=None,
-        tool_choice=None,
-        allow_interruptions=None,
-        source="user_turn",
-        user_turn=msg,
-    )
+    activity.generate(source="user_turn", user_turn=msg)

@@ -139,7 +139,7 @@ class ReplyScheduler:
         if owner is None or owner.closed:
             return True
         # A paused agent's results wait until it is current again.
-        return owner is self._session._activity
+        return owner is self._session._switches.current
 
     # -- inserting ---------------------------------------------------------------
     async def enqueue(
@@ -155,7 +155,7 @@ class ReplyScheduler:
         ``run``: the ``session.run()`` that waits for the reply (by default the one in
         progress)."""
         if run is CURRENT_RUN:
-            run = self._session._active_run
+            run = self._session._transcript.run
         await self._insert(list(items), list(ids), owner=owner, run=run, silent=False)
 
     async def insert_silent(self, items: Sequence[ChatItem]) -> None:
@@ -195,7 +195,7 @@ class ReplyScheduler:
         if self._closed:
             raise SchedulerClosed(f"{self._name} is closed")
         session = self._session
-        agent = session._target_agent()
+        agent = session._switches.target_agent()
         try:
             await _copy_into(agent, items)
         except BaseException:
@@ -205,7 +205,7 @@ class ReplyScheduler:
             # Both or neither: take the items back out of the agent's context.
             agent._chat_ctx.remove(it.id for it in items)
             raise SchedulerClosed(f"{self._name} closed during the insert")
-        session._add_to_history(items)
+        session._transcript.add(items)
         entry = Pending(items=items, ids=ids, owner=owner, reached=[agent], run=run)
         if silent:
             await self._retarget([entry])
@@ -226,7 +226,7 @@ class ReplyScheduler:
     async def _retarget(self, entries: list[Pending]) -> Agent:
         """Copy the entries onto the current agent, following handoffs until it is stable."""
         while True:
-            target = self._session._target_agent()
+            target = self._session._switches.target_agent()
             for entry in entries:
                 if any(a is target for a in entry.reached):
                     continue
@@ -237,7 +237,7 @@ class ReplyScheduler:
                     )
                     await _copy_into(target, missing)
                 entry.reached.append(target)
-            if self._closed or self._session._target_agent() is target:
+            if self._closed or self._session._switches.target_agent() is target:
                 return target
 
     async def follow_switch(self) -> None:
@@ -280,8 +280,8 @@ class ReplyScheduler:
                     at_tail = last == batch[-1].items[-1].id
                     instructions = self._owner.render_reply(batch, at_tail)
                     ids = [i for p in batch for i in p.ids]
-                    speech = session._generate_scheduled_reply(
-                        instructions=instructions, source=self._source
+                    speech = session._require_activity().generate(
+                        instructions=instructions, tool_choice="none", source=self._source
                     )
                 finally:
                     self._taking -= 1

@@ -15,36 +15,32 @@ from collections.abc import Awaitable, Callable, Coroutine, Iterable, Sequence
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 from ..limits import DEFAULT_LIMITS, Limits
-from ..llm.chat_context import AgentHandoff, ChatContext, ChatItem, ChatMessage
+from ..llm.chat_context import ChatContext
 from ..llm.llm import LLM
 from ..llm.realtime import RealtimeSession
 from ..llm.tools import FunctionTool, ToolChoice
 from ..tasks import Signal, TaskScope, done_within, when_empty
 from . import observers
 from ._activity import AgentActivity
-from ._away import AwayTimer, Hold
+from ._away import Hold
 from ._handoffs import Switches
 from ._session_tools import SessionTools
 from ._tool_runner import ToolRunner
+from ._transcript import Transcript
+from ._user import UserPresence
 from ._user_turns import UserTurns
-from .agent import Agent, AgentTask
+from .agent import Agent
 from .events import (
-    AgentHandoffEvent,
     AgentState,
-    AgentStateChanged,
     CloseEvent,
-    ConversationItemAdded,
     Event,
-    EventEmitter,
     EventName,
-    SpeechCreated,
     UserState,
-    UserStateChanged,
 )
 from .io import InMemoryTextOutput, TextOutput
 from .parts import SessionPart
 from .reply_scheduler import ReplyOwner, ReplyScheduler
-from .speech_handle import PRIORITY_NORMAL, SpeechHandle
+from .speech_handle import SpeechHandle
 
 if TYPE_CHECKING:
     from .run_result import RunResult
@@ -98,8 +94,7 @@ class Session(Generic[UserdataT]):
         self._realtime = realtime
         self.max_tool_steps = max_tool_steps
         self.max_tool_steps_message = max_tool_steps_message
-        self._emitter = EventEmitter()
-        self._history = ChatContext()
+        self._transcript = Transcript()
         self._user_away_timeout = user_away_timeout
         self._reset_runtime()
 
@@ -108,10 +103,7 @@ class Session(Generic[UserdataT]):
         The history, the event listeners and the configuration are kept."""
         self._scope = TaskScope("session")  # user turns, switches, reply deliveries
         self._close_scope = TaskScope("session close")  # what a close awaits, if anything
-        self._activity: AgentActivity | None = None
-        self._activities: list[AgentActivity] = []
         self._agent_state: AgentState = "initializing"
-        self._user_state: UserState = "listening"
         self._started = False
         self._closing = False
         self._closed = False
@@ -121,13 +113,9 @@ class Session(Generic[UserdataT]):
         self._changed = Signal()
         self._refreshing = False
         self._refresh_again = False
-        self._active_run: RunResult | None = None
-        self._away = AwayTimer(
-            self._user_away_timeout,
-            should_arm=self._away_may_arm,
-            current_owner=lambda: self._activity,
-            fire=self._user_went_away,
-        )
+        self._transcript.run = None
+        self._user = UserPresence(self, self._user_away_timeout, should_arm=self._away_may_arm)
+        self._away = self._user.away
         self._switches = Switches(self)
         self._turns = UserTurns(self)
         self._tool_runner = ToolRunner(self)
@@ -159,13 +147,13 @@ class Session(Generic[UserdataT]):
     @property
     def history(self) -> ChatContext:
         """Every item of the conversation, across agents, in order (read-only)."""
-        return self._history
+        return self._transcript.history
 
     @property
     def current_agent(self) -> Agent:
-        if self._activity is None:
+        if self._switches.current is None:
             raise RuntimeError("the session has not started")
-        return self._activity.agent
+        return self._switches.current.agent
 
     @property
     def agent_state(self) -> AgentState:
@@ -173,7 +161,7 @@ class Session(Generic[UserdataT]):
 
     @property
     def user_state(self) -> UserState:
-        return self._user_state
+        return self._user.state
 
     @property
     def tools(self) -> list[FunctionTool]:
@@ -217,22 +205,13 @@ class Session(Generic[UserdataT]):
     # -- events -----------------------------------------------------------------
     def on(self, event: EventName, callback: Callable[[Any], Any] | None = None) -> Any:
         """Register ``callback(event)`` for an event name; usable as a decorator."""
-        return self._emitter.on(event, callback)
+        return self._transcript.on(event, callback)
 
     def off(self, event: EventName, callback: Callable[[Any], Any]) -> None:
-        self._emitter.off(event, callback)
+        self._transcript.off(event, callback)
 
     def emit(self, event: Event) -> None:
-        if self._active_run is not None:
-            self._active_run._on_event(event)
-        self._emitter.emit(event)
-
-    def _wants(self, name: EventName) -> bool:
-        """Whether an event would reach anyone (a listener, or a run() that collects
-        it): hot paths skip building it otherwise."""
-        return name in self._emitter._listeners or (
-            self._active_run is not None and name in _RUN_EVENTS
-        )
+        self._transcript.emit(event)
 
     # -- lifecycle --------------------------------------------------------------
     async def __aenter__(self) -> Session[UserdataT]:
@@ -248,12 +227,11 @@ class Session(Generic[UserdataT]):
             raise RuntimeError("the session is still closing; await aclose() first")
         if self._closed:
             self._reset_runtime()  # a restart: fresh runtimes, same history
-        if self._started or self._activity is not None:
+        if self._started or self._switches.current is not None:
             raise RuntimeError("the session has already started")
         activity = AgentActivity(self, agent)
         await activity.start()
-        self._activity = activity
-        self._activities.append(activity)
+        self._switches.begin(activity)
         toolbox = self._toolbox
         try:
             for part in toolbox.parts:
@@ -279,7 +257,7 @@ class Session(Generic[UserdataT]):
             self._away.stop()
             self._refresh()
             self._stop_parts()
-            if drain and any(a.speeches() for a in self._activities):
+            if drain and any(a.speeches() for a in self._switches.activities):
                 self._close_scope.create_task(self._drain_then_stop(), name="session drain")
             else:
                 self._stop_agents()
@@ -298,7 +276,7 @@ class Session(Generic[UserdataT]):
         # The current agent first, then the agents paused under it; speech blocked on
         # an inline task is exempt (it would wait for user input).
         try:
-            for activity in reversed(list(self._activities)):
+            for activity in reversed(list(self._switches.activities)):
                 await activity.drain()
         finally:
             self._stop_agents()
@@ -310,9 +288,9 @@ class Session(Generic[UserdataT]):
         try:
             self._scope.cancel()
             scopes.append(self._scope)
-            for activity in reversed(self._activities):
+            for activity in reversed(self._switches.activities):
                 activity.interrupt_all(force=True)
-            for activity in reversed(self._activities):
+            for activity in reversed(self._switches.activities):
                 scopes.append(activity.stop())
         except BaseException as e:  # pragma: no cover - close must finish whatever happens
             self._close_failed(e)
@@ -329,8 +307,8 @@ class Session(Generic[UserdataT]):
         flight) runs in a task; without any, the close ends here."""
         pending: list[Awaitable[Any]] = []
         try:
-            while self._activities:
-                if (aw := self._activities.pop().finish()) is not None:
+            for activity in self._switches.take_all():
+                if (aw := activity.finish()) is not None:
                     pending.append(aw)
             for part in reversed(self._toolbox.parts):
                 if (aw := part.finish()) is not None:
@@ -366,16 +344,16 @@ class Session(Generic[UserdataT]):
         if self._started:
             observers.notify("session_closed", self)
         error = self._close_error
-        if self._wants("close"):
+        if self._transcript.wants("close"):
             self.emit(CloseEvent(reason="error" if error else "user", error=error))
 
     # -- speaking ---------------------------------------------------------------
     def _require_activity(self) -> AgentActivity:
         if self._closing:
             raise RuntimeError("the session is closed")
-        if self._activity is None:
+        if self._switches.current is None:
             raise RuntimeError("the session has not started; call await session.start(agent)")
-        return self._activity
+        return self._switches.current
 
     def generate_reply(
         self,
@@ -386,9 +364,7 @@ class Session(Generic[UserdataT]):
         allow_interruptions: bool | None = None,
     ) -> SpeechHandle:
         """Ask the current agent for a reply; returns its handle at once."""
-        activity = self._require_activity()
-        return self._generate(
-            activity,
+        return self._require_activity().generate(
             user_input=user_input,
             instructions=instructions,
             tool_choice=tool_choice,
@@ -396,87 +372,28 @@ class Session(Generic[UserdataT]):
             source="generate_reply",
         )
 
-    def _generate(
-        self,
-        activity: AgentActivity,
-        *,
-        user_input: str | None,
-        instructions: str | None,
-        tool_choice: ToolChoice | None,
-        allow_interruptions: bool | None,
-        source: str,
-        priority: int = PRIORITY_NORMAL,
-        user_turn: ChatMessage | None = None,
-    ) -> SpeechHandle:
-        if allow_interruptions is None:  # (Session._allow, inline: once per turn)
-            allow_interruptions = activity.agent._allow_interruptions
-            if allow_interruptions is None:
-                allow_interruptions = True
-        speech = SpeechHandle(
-            allow_interruptions=allow_interruptions, source=source, priority=priority
-        )
-        speech._user_turn = user_turn
-        if user_input is not None:
-            activity.record([ChatMessage(role="user", content=user_input)], None)
-
-        if instructions is None and tool_choice is None:
-            activity.schedule(speech, activity.reply_work)  # (a user turn's reply)
-            return speech
-
-        async def work(sp: SpeechHandle) -> None:
-            await activity.reply_work(sp, instructions=instructions, tool_choice=tool_choice)
-
-        activity.schedule(speech, work)
-        return speech
-
-    def _generate_scheduled_reply(self, *, instructions: str, source: str) -> SpeechHandle:
-        activity = self._require_activity()
-        return self._generate(
-            activity,
-            user_input=None,
-            instructions=instructions,
-            tool_choice="none",
-            allow_interruptions=None,
-            source=source,
-        )
-
     def say(
         self, text: str, *, allow_interruptions: bool | None = None, add_to_chat_ctx: bool = True
     ) -> SpeechHandle:
         """Speak ``text`` as the current agent (no model call)."""
-        activity = self._require_activity()
-        if allow_interruptions is None:
-            allow_interruptions = activity.agent.allow_interruptions
-        speech = SpeechHandle(
-            allow_interruptions=True if allow_interruptions is None else allow_interruptions,
-            source="say",
+        return self._require_activity().say(
+            text, allow_interruptions=allow_interruptions, add_to_chat_ctx=add_to_chat_ctx
         )
-
-        async def work(sp: SpeechHandle) -> None:
-            await activity.say_work(sp, text, add_to_chat_ctx)
-
-        activity.schedule(speech, work)
-        return speech
 
     def interrupt(self, *, force: bool = False) -> None:
         """Interrupt the current and queued speech; speeches that disallow
         interruptions are left alone unless ``force``."""
-        if self._activity is not None:
-            self._activity.interrupt_all(force=force)
+        if self._switches.current is not None:
+            self._switches.current.interrupt_all(force=force)
 
     # -- user input -------------------------------------------------------------
     def push_user_turn(self, text: str) -> None:
         """A final user turn (text or a final transcript): interrupts the agent when
         allowed, then the current agent replies."""
-        activity = self._activity
+        activity = self._switches.current
         if activity is None or self._closing:
             activity = self._require_activity()  # (raises, saying why)
-        if self._user_state == "away":
-            self._set_user_state("listening")
-        else:
-            # Restart the window: disarm now; the refresh that push_user_turn ends
-            # with re-arms a full window if the timer may still run.
-            self._away.cancel()
+        self._user.took_turn()
         switches = self._switches
         if switches.switching or switches.owed:
             switches.hold_turn(text)
@@ -496,27 +413,16 @@ class Session(Generic[UserdataT]):
         """
         if self._closing:
             return
-        self._set_user_state("speaking")
-        if interrupt and self._activity is not None:
-            self._activity.interrupt_all(force=False)
+        self._user.set("speaking")
+        if interrupt and self._switches.current is not None:
+            self._switches.current.interrupt_all(force=False)
         self._refresh()
 
     def user_stopped_speaking(self) -> None:
         if self._closing:
             return
-        self._set_user_state("listening")
+        self._user.set("listening")
         self._refresh()
-
-    def _user_went_away(self) -> None:
-        if not self._closing:
-            self._set_user_state("away")
-            self._refresh()
-
-    def _set_user_state(self, state: UserState) -> None:
-        old = self._user_state
-        if old != state:
-            self._user_state = state
-            self.emit(UserStateChanged(old=old, new=state))
 
     # -- testing ----------------------------------------------------------------
     async def run(self, *, user_input: str, timeout: float = 30.0) -> RunResult:
@@ -526,15 +432,16 @@ class Session(Generic[UserdataT]):
         """
         from .run_result import RunResult
 
-        if self._active_run is not None:
+        transcript = self._transcript
+        if transcript.run is not None:
             raise RuntimeError("another run() is in progress")
         result = RunResult(self, user_input)
-        self._active_run = result
+        transcript.run = result
         try:
             self.push_user_turn(user_input)
             await result._wait(timeout)
         finally:
-            self._active_run = None
+            transcript.run = None
         return result
 
     async def wait_for_idle(self, timeout: float | None = None) -> bool:
@@ -545,7 +452,7 @@ class Session(Generic[UserdataT]):
 
     # -- derived state ----------------------------------------------------------
     def _derive_agent_state(self) -> AgentState:
-        activity = self._activity
+        activity = self._switches.current
         if not self._started or activity is None:
             return "initializing"
         if self._closed:
@@ -569,14 +476,14 @@ class Session(Generic[UserdataT]):
         switches = self._switches
         if self._turns.in_progress or switches.owed or switches.switching or switches.held:
             return True
-        activity = self._activity
+        activity = self._switches.current
         return activity is not None and activity.entering and not activity.paused
 
     def _has_followup_work(self) -> bool:
         """Another speech is committed to follow: one rule, used at every speech end."""
         if self._work_in_progress():
             return True
-        activity = self._activity
+        activity = self._switches.current
         if activity is not None and activity._queue and not activity._paused:
             return True
         for scheduler in self._schedulers:
@@ -595,7 +502,7 @@ class Session(Generic[UserdataT]):
     def _is_idle(self) -> bool:
         """Nothing is speaking, queued or in progress, and the user is not speaking
         (replies the schedulers buffer are not counted: they wait for this)."""
-        activity = self._activity
+        activity = self._switches.current
         return (
             self._started
             and not self._closing
@@ -603,14 +510,14 @@ class Session(Generic[UserdataT]):
             and not self._work_in_progress()
             and activity.current_speech is None
             and not activity.queued
-            and self._user_state != "speaking"
+            and self._user.state != "speaking"
         )
 
     def _away_may_arm(self) -> bool:
-        activity = self._activity
+        activity = self._switches.current
         return (
             self._agent_state == "listening"  # first: it fails fast all through a turn
-            and self._user_state == "listening"
+            and self._user.state == "listening"
             and self._started
             and not self._closing
             and activity is not None
@@ -631,9 +538,7 @@ class Session(Generic[UserdataT]):
                 if new != old and not (self._closing and self._started and not self._closed):
                     # (no churn while closing; the end is true)
                     self._agent_state = new
-                    if "agent_state_changed" in self._emitter._listeners:
-                        # (to the listeners only: a run() does not collect states)
-                        self._emitter.emit(_state_changed(old, new))
+                    self._transcript.state_changed(old, new)
                 away = self._away
                 if self._agent_state == "listening" or away._deadline is not None:
                     away.reevaluate()  # (otherwise it could neither arm nor disarm)
@@ -668,78 +573,7 @@ class Session(Generic[UserdataT]):
         return self._scope.create_task(coro, name=name)
 
     # -- history, agents and targets ------------------------------------------------
-    def _add_to_history(self, items: Iterable[ChatItem]) -> None:
-        """The one writer of the history."""
-        run = self._active_run
-        if "conversation_item_added" in self._emitter._listeners:
-            for item in self._history.insert(items):
-                self.emit(ConversationItemAdded(item=item))  # (a run gets it from emit)
-        elif run is not None:
-            for item in self._history.insert(items):
-                run._on_item(item)  # only the run collects it: no event to build
-        elif type(items) is list and len(items) == 1:
-            self._history._add(items[0])  # (the usual case, with nobody listening)
-        else:
-            self._history.insert(items)
-
-    def _make_current(self, new: AgentActivity, old: AgentActivity | None) -> None:
-        """A switch made ``new`` the current agent (before ``old`` is torn down: there
-        is never a closed current agent)."""
-        self._activity = new
-        if new not in self._activities:
-            self._activities.append(new)
-        self._add_to_history(
-            [AgentHandoff(old_agent=old.agent.label if old else None, new_agent=new.agent.label)]
-        )
-        self.emit(AgentHandoffEvent(old_agent=old.agent if old else None, new_agent=new.agent))
-        self._refresh()
-
-    async def _retire(self, activity: AgentActivity) -> None:
-        """Close an agent that is no longer current, for good."""
-        await activity.aclose()
-        if activity in self._activities:
-            self._activities.remove(activity)
-        self._away.move_holds(activity, None)  # its running tools now belong to the session
-
     async def _follow_switch(self) -> None:
         """Silent inserts made during a switch reach the agent it made current."""
         for scheduler in list(self._schedulers):
             await scheduler.follow_switch()
-
-    def _target_agent(self) -> Agent:
-        if self._activity is None:
-            raise RuntimeError("the session has not started")
-        return self._activity.agent
-
-    def _speech_created(self, speech: SpeechHandle) -> None:
-        """Emit ``speech_created`` (the caller checked ``_wants`` first)."""
-        if "speech_created" in self._emitter._listeners:
-            self.emit(SpeechCreated(speech=speech, source=speech.source))  # type: ignore[arg-type]
-        elif self._active_run is not None:
-            self._active_run._watch(speech)  # only the run collects it: no event to build
-
-    def _watch_in_active_run(self, speech: SpeechHandle) -> None:
-        if self._active_run is not None:
-            self._active_run._watch(speech)
-
-    def _request_handoff(self, old: AgentActivity, agent: Agent) -> None:
-        self._switches.request_handoff(old, agent)
-
-    async def _run_task(self, parent: AgentActivity, task: AgentTask[Any]) -> Any:
-        return await self._switches.run_task(parent, task)
-
-
-# The events a run() collects (RunResult._on_event): the others are built for it only
-# when someone listens.
-_RUN_EVENTS = frozenset({"conversation_item_added", "agent_handoff", "speech_created", "error"})
-
-_STATE_EVENTS: dict[tuple[AgentState, AgentState], AgentStateChanged] = {}
-
-
-def _state_changed(old: AgentState, new: AgentState) -> AgentStateChanged:
-    """The event of one state change: events are frozen, so one of each is shared
-    (three per turn, at no cost but a lookup)."""
-    event = _STATE_EVENTS.get((old, new))
-    if event is None:
-        event = _STATE_EVENTS[old, new] = AgentStateChanged(old=old, new=new)
-    return event

@@ -1,0 +1,101 @@
+"""The record of one conversation: the history (one writer), the events, and the
+``session.run()`` in progress, which collects both.
+
+Hot paths ask ``wants(name)`` before building an event: most events reach nobody
+(no listener, no run collecting them), and then nothing is built.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from typing import TYPE_CHECKING, Any
+
+from ..llm.chat_context import ChatContext, ChatItem
+from .events import (
+    AgentState,
+    AgentStateChanged,
+    ConversationItemAdded,
+    Event,
+    EventEmitter,
+    EventName,
+    SpeechCreated,
+)
+
+if TYPE_CHECKING:
+    from .run_result import RunResult
+    from .speech_handle import SpeechHandle
+
+# The events a run() collects (RunResult._on_event): the others are built for it only
+# when someone listens.
+RUN_EVENTS = frozenset({"conversation_item_added", "agent_handoff", "speech_created", "error"})
+
+
+class Transcript:
+    """The history, the event listeners, and the run collecting them (see the module
+    doc). The session keeps one for its whole life (a restart keeps both)."""
+
+    __slots__ = ("emitter", "history", "run")
+
+    def __init__(self) -> None:
+        self.history = ChatContext()
+        self.emitter = EventEmitter()
+        self.run: RunResult | None = None
+
+    def on(self, event: EventName, callback: Callable[[Any], Any] | None = None) -> Any:
+        return self.emitter.on(event, callback)
+
+    def off(self, event: EventName, callback: Callable[[Any], Any]) -> None:
+        self.emitter.off(event, callback)
+
+    def emit(self, event: Event) -> None:
+        if self.run is not None:
+            self.run._on_event(event)
+        self.emitter.emit(event)
+
+    def wants(self, name: EventName) -> bool:
+        """Whether an event would reach anyone (a listener, or a run() that collects
+        it): hot paths skip building it otherwise."""
+        return name in self.emitter._listeners or (self.run is not None and name in RUN_EVENTS)
+
+    def add(self, items: Iterable[ChatItem]) -> None:
+        """The one writer of the history."""
+        run = self.run
+        if "conversation_item_added" in self.emitter._listeners:
+            for item in self.history.insert(items):
+                self.emit(ConversationItemAdded(item=item))  # (a run gets it from emit)
+        elif run is not None:
+            for item in self.history.insert(items):
+                run._on_item(item)  # only the run collects it: no event to build
+        elif type(items) is list and len(items) == 1:
+            self.history._add(items[0])  # (the usual case, with nobody listening)
+        else:
+            self.history.insert(items)
+
+    def speech_created(self, speech: SpeechHandle) -> None:
+        """Emit ``speech_created`` (the caller checked ``wants`` first)."""
+        if "speech_created" in self.emitter._listeners:
+            self.emit(SpeechCreated(speech=speech, source=speech.source))  # type: ignore[arg-type]
+        elif self.run is not None:
+            self.run._watch(speech)  # only the run collects it: no event to build
+
+    def watch(self, speech: SpeechHandle) -> None:
+        """The run in progress, if any, waits for ``speech`` too."""
+        if self.run is not None:
+            self.run._watch(speech)
+
+    def state_changed(self, old: AgentState, new: AgentState) -> None:
+        """Tell the listeners (a run does not collect states)."""
+        if "agent_state_changed" in self.emitter._listeners:
+            self.emitter.emit(_state_changed(old, new))
+
+
+_STATE_EVENTS: dict[tuple[AgentState, AgentState], AgentStateChanged] = {}
+
+
+def _state_changed(old: AgentState, new: AgentState) -> AgentStateChanged:
+    """The event of one state change: events are frozen, so one of each is shared
+    (three per turn, at no cost but a lookup)."""
+    event = _STATE_EVENTS.get((old, new))
+    if event is None:
+        event = _STATE_EVENTS[old, new] = AgentStateChanged(old=old, new=new)
+    return event
