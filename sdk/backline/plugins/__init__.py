@@ -29,12 +29,12 @@ if TYPE_CHECKING:
         PluginManager,
         UnknownNameError,
     )
+    from ._options import OptionEntry
     from ._registry import (
         RESERVED_OWNER,
         Clash,
         LLMEntry,
         LLMFactory,
-        OptionEntry,
         PluginInfo,
         PluginStatus,
         RegisterBackground,
@@ -63,7 +63,7 @@ _LAZY = {
     "Clash": "._registry",
     "LLMEntry": "._registry",
     "LLMFactory": "._registry",
-    "OptionEntry": "._registry",
+    "OptionEntry": "._options",
     "PluginInfo": "._registry",
     "PluginStatus": "._registry",
     "RegisterBackground": "._registry",

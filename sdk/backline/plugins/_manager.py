@@ -33,13 +33,13 @@ from ..voice.observers import (
 from . import _hookspecs
 from ._hookspecs import OBSERVER_HOOKS, PROJECT_NAME, REGISTRATION_HOOKS
 from ._isolation import Isolation, Outcome, PluginTimeout
+from ._options import OptionEntry
 from ._registry import (
     RESERVED_OWNER,
     Clash,
     ClashError,
     Kind,
     LLMEntry,
-    OptionEntry,
     PluginInfo,
     Registry,
     Staged,

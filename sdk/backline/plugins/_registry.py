@@ -16,6 +16,7 @@ from ..background.definition import BackgroundDefinition
 from ..background.tools import RESERVED_TOOL_NAMES
 from ..llm.llm import LLM
 from ..llm.tools import FunctionTool, function_tool
+from ._options import OptionEntry, make_option
 from ._search import SearchProviderEntry, SearchProviderFactory
 
 PluginStatus: TypeAlias = Literal["loaded", "failed", "disabled"]
@@ -122,20 +123,6 @@ class LLMEntry:
     name: str
     factory: Callable[..., LLM]
     description: str
-    plugin: str
-
-
-@dataclass(frozen=True)
-class OptionEntry:
-    """A front-end option a plugin registered: the click option and its variable.
-
-    ``option`` is a ``click.Option`` that exports its command-line value to
-    ``envvar`` (see ``backline.cli``); ``flag`` is its first long flag.
-    """
-
-    flag: str
-    envvar: str
-    option: Any
     plugin: str
 
 
@@ -313,8 +300,6 @@ class Staged:
         Other keywords go to ``click.Option`` (``type``, ``is_flag``, ``metavar``,
         ``show_default`` ...), except ``default``, ``multiple`` and ``callback``.
         """
-        from ._options import make_option
-
         entry = make_option(self.plugin, param_decls, envvar=envvar, help=help, **kwargs)
         if entry.flag in self.options:
             raise ClashError(Clash("option", entry.flag, self.plugin, self.plugin))
