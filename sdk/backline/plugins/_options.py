@@ -20,6 +20,23 @@ from click.core import ParameterSource
 FRONT_END_MARK = "__backline_front_end__"
 """Set on a command's callback by ``session_options``: the command is a front end."""
 
+RESERVED_OPTIONS = frozenset(
+    {
+        "--background",
+        "-b",
+        "--llm",
+        "--model",
+        "-m",
+        "--instructions",
+        "--agent",
+        "--no-log",
+        "--log-file",
+        "--mcp-config",
+        "--help",
+    }
+)
+"""Flags the front ends own (``session_options``): a plugin cannot register them."""
+
 
 @dataclass(frozen=True)
 class OptionEntry:
