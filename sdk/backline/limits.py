@@ -5,8 +5,9 @@ is a documented default; a session takes its own ``Limits`` (``Session(limits=..
 where wired), front ends take theirs from options. A value over a limit is cut with a
 visible marker (``truncate_text``) or refused with a clear error, never passed on whole.
 
-Add a field here for any new bound (a queue's depth, a payload's size, a deadline),
-with a docstring that says what it bounds and what happens at the bound.
+Add a field here for any new bound of backline itself (a queue's depth, a payload's
+size, a deadline), with a docstring that says what it bounds and what happens at the
+bound. A bound only a plugin reads belongs to that plugin's own configuration.
 """
 
 from __future__ import annotations
@@ -98,10 +99,6 @@ class Limits:
     web_sign_in_timeout: float = 60.0
     """How long the one-time sign-in link that ``backline web --open`` gives the
     browser stays valid (it works once)."""
-    livekit_close_timeout: float = 10.0
-    """Seconds a LiveKit front end (``backline-livekit``) waits for LiveKit's own session
-    to close, after the backline session has closed (itself bounded); past it the close
-    goes on and a warning is logged."""
 
     # -- the conversation log (docs/logs.md) ------------------------------------------------
     log_queue_size: int = 10_000
