@@ -124,7 +124,7 @@ class Limits:
     log_text_chars: int = 20_000
     """Characters of one text (a turn, a tool's arguments or output, a background
     message) kept in the conversation log; the rest is cut with a visible marker."""
-    # -- MCP: the voice channel, cli_agent, mounted servers (docs/mcp.md) ---------------------
+    # -- MCP: the voice channel, mounted servers (docs/mcp.md) --------------------------------
     max_mcp_message_chars: int = 4_000
     """One message an agent sends through the MCP voice channel (``send_to_user``,
     ``add_context``, ``ask_user``). A longer one is refused with a tool error that
@@ -142,15 +142,6 @@ class Limits:
     max_mcp_connections: int = 64
     """MCP sessions (agent connections) a front end's voice-channel endpoint keeps open at
     once; one more is refused (HTTP 503) until one ends or idles out."""
-
-    max_agent_output_lines: int = 200
-    """Lines of an agent CLI's output that ``cli_agent`` passes to the voice agent as
-    context notes in one run (each cut at ``max_mcp_message_chars``); one last note
-    counts the lines left out."""
-
-    max_agent_line_bytes: int = 8_000_000
-    """One line of an agent CLI's output as ``cli_agent`` reads it (a Claude Code
-    stream-json event can be large); a longer line ends the run, reported as an error."""
 
     mcp_call_timeout: float = 30.0
     """Seconds a mounted MCP server's tool call may go without finishing or reporting
