@@ -5,8 +5,9 @@ is a documented default; a session takes its own ``Limits`` (``Session(limits=..
 where wired), front ends take theirs from options. A value over a limit is cut with a
 visible marker (``truncate_text``) or refused with a clear error, never passed on whole.
 
-Add a field here for any new bound (a queue's depth, a payload's size, a deadline),
-with a docstring that says what it bounds and what happens at the bound.
+Add a field here for any new bound of backline itself (a queue's depth, a payload's
+size, a deadline), with a docstring that says what it bounds and what happens at the
+bound. A bound only a plugin reads belongs to that plugin's own configuration.
 """
 
 from __future__ import annotations
@@ -98,10 +99,6 @@ class Limits:
     web_sign_in_timeout: float = 60.0
     """How long the one-time sign-in link that ``backline web --open`` gives the
     browser stays valid (it works once)."""
-    livekit_close_timeout: float = 10.0
-    """Seconds a LiveKit front end (``backline-livekit``) waits for LiveKit's own session
-    to close, after the backline session has closed (itself bounded); past it the close
-    goes on and a warning is logged."""
 
     # -- the conversation log (docs/logs.md) ------------------------------------------------
     log_queue_size: int = 10_000
@@ -127,7 +124,7 @@ class Limits:
     log_text_chars: int = 20_000
     """Characters of one text (a turn, a tool's arguments or output, a background
     message) kept in the conversation log; the rest is cut with a visible marker."""
-    # -- MCP: the voice channel, cli_agent, mounted servers (docs/mcp.md) ---------------------
+    # -- MCP: the voice channel, mounted servers (docs/mcp.md) --------------------------------
     max_mcp_message_chars: int = 4_000
     """One message an agent sends through the MCP voice channel (``send_to_user``,
     ``add_context``, ``ask_user``). A longer one is refused with a tool error that
@@ -145,15 +142,6 @@ class Limits:
     max_mcp_connections: int = 64
     """MCP sessions (agent connections) a front end's voice-channel endpoint keeps open at
     once; one more is refused (HTTP 503) until one ends or idles out."""
-
-    max_agent_output_lines: int = 200
-    """Lines of an agent CLI's output that ``cli_agent`` passes to the voice agent as
-    context notes in one run (each cut at ``max_mcp_message_chars``); one last note
-    counts the lines left out."""
-
-    max_agent_line_bytes: int = 8_000_000
-    """One line of an agent CLI's output as ``cli_agent`` reads it (a Claude Code
-    stream-json event can be large); a longer line ends the run, reported as an error."""
 
     mcp_call_timeout: float = 30.0
     """Seconds a mounted MCP server's tool call may go without finishing or reporting

@@ -22,9 +22,41 @@ def test_links_are_shown_in_full_after_the_cut() -> None:
     assert "ok" not in line  # booleans are not counts
 
 
-def test_claude_codes_shape_reads_as_before() -> None:
-    state = {"status": "working", "recent_activity": ["edited a.py"], "files_changed": ["a.py"]}
-    assert summarize_state(state) == "working · edited a.py · 1 file changed"
+def test_recent_activity_reads_its_newest_entry_and_files_changed_a_count() -> None:
+    state = {"status": "working", "recent_activity": ["ran `ls`", "edited a.py"]}
+    state["files_changed"] = ["a.py", "b.py"]
+    assert summarize_state(state) == "working · edited a.py · 2 files changed"
+    assert summarize_state({**state, "files_changed": ["a.py"]}).endswith("· 1 file changed")
+
+
+def test_the_newest_activity_takes_the_place_of_the_phase() -> None:
+    state = {"status": "busy", "phase": "planning", "recent_activity": []}
+    assert summarize_state(state) == "busy · planning"
+    state["recent_activity"] = ["fetched 3 pages"]
+    assert summarize_state(state) == "busy · fetched 3 pages"
+
+
+def test_first_party_backgrounds_read_by_the_same_rules() -> None:
+    claude_code = {
+        "status": "working",
+        "task": "fix the login",
+        "recent_activity": ["edited a.py"],
+        "files_changed": ["a.py"],
+        "last_task": None,
+        "error": None,
+    }
+    cli_agent = {
+        "agent": "codex",
+        "status": "working",
+        "task": "fix the login",
+        "process": {"state": "running", "pid": 42, "exit_code": None},
+        "recent_activity": ["used Bash"],
+        "error": None,
+    }
+    assert summarize_state(claude_code) == (
+        "working · edited a.py · 1 file changed · task fix the login"
+    )
+    assert summarize_state(cli_agent) == "working · used Bash · agent codex · task fix the login"
 
 
 def test_a_custom_states_short_fields_follow_the_headline() -> None:

@@ -110,7 +110,6 @@ def test_plugins_json_lists_name_version_hooks_registrations_and_status(
         "llms": [],
         "commands": [plugins["command"]],
         "options": [],
-        "search_providers": [],
     }
     bad = listed[plugins["bad"]]
     assert bad["status"] == "failed"

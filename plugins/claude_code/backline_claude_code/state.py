@@ -27,7 +27,9 @@ class StateSink(Protocol):
 
 
 class StatusReporter:
-    """Keeps ``{status, task, recent_activity, files_changed, last_task, error}``.
+    """Keeps ``{status, task, recent_activity, files_changed, last_task, error}``: keys of
+    the state convention every background may use (docs/background.md), so front ends
+    read Claude Code's state as any other.
 
     ``recent_activity`` keeps the last 8 edits (once they succeeded), commands (when
     they start) and refused calls (reads and searches are left out);

@@ -1,7 +1,13 @@
 """backline-cli-agent: talk by voice to any agent CLI, over backline's MCP voice channel."""
 
 from .background import BACKGROUND_ID, DESCRIPTION, cli_agent_background
-from .config import ENV_AGENT_CMD, AgentConfig, agent_kind
+from .config import (
+    ENV_AGENT_CMD,
+    ENV_MAX_LINE_BYTES,
+    ENV_MAX_OUTPUT_LINES,
+    AgentConfig,
+    agent_kind,
+)
 from .prompts import AGENT_GUIDANCE, VOICE_INSTRUCTIONS
 from .state import StateReporter
 from .worker import CliAgentWorker
@@ -11,6 +17,8 @@ __all__ = [
     "BACKGROUND_ID",
     "DESCRIPTION",
     "ENV_AGENT_CMD",
+    "ENV_MAX_LINE_BYTES",
+    "ENV_MAX_OUTPUT_LINES",
     "VOICE_INSTRUCTIONS",
     "AgentConfig",
     "CliAgentWorker",

@@ -33,6 +33,10 @@ ENV_MCP_CONFIG = "BACKLINE_MCP_CONFIG"
 """Given to a generic agent: a ``.mcp.json`` file naming backline's server."""
 ENV_BACKGROUND = "BACKLINE_BACKGROUND"
 """Given to a generic agent: the background session it works for."""
+ENV_MAX_OUTPUT_LINES = "BACKLINE_AGENT_MAX_OUTPUT_LINES"
+"""``AgentConfig.max_output_lines`` from the environment."""
+ENV_MAX_LINE_BYTES = "BACKLINE_AGENT_MAX_LINE_BYTES"
+"""``AgentConfig.max_line_bytes`` from the environment."""
 PROMPT_PLACEHOLDER = "{prompt}"
 
 AgentKind: TypeAlias = Literal["claude", "codex", "generic"]
@@ -48,6 +52,9 @@ def agent_kind(argv: tuple[str, ...]) -> AgentKind:
     return "generic"
 
 
+_LIMITS = {"max_output_lines": ENV_MAX_OUTPUT_LINES, "max_line_bytes": ENV_MAX_LINE_BYTES}
+
+
 @dataclass(frozen=True)
 class AgentConfig:
     """How ``cli_agent`` runs its agent. ``argv`` ``None``: run nothing (attached mode:
@@ -57,9 +64,23 @@ class AgentConfig:
     cwd: Path = field(default_factory=Path.cwd)
     env: Mapping[str, str] = field(default_factory=dict)
 
+    max_output_lines: int = 200
+    """Lines of the agent's output that ``cli_agent`` passes to the voice agent as
+    context notes in one run (each cut at ``Limits.max_mcp_message_chars``); one last
+    note counts the lines left out. ``BACKLINE_AGENT_MAX_OUTPUT_LINES`` sets it."""
+
+    max_line_bytes: int = 8_000_000
+    """One line of the agent's output as ``cli_agent`` reads it (a Claude Code
+    stream-json event can be large); a longer line ends the run, reported as an error.
+    ``BACKLINE_AGENT_MAX_LINE_BYTES`` sets it."""
+
     def __post_init__(self) -> None:
         if self.argv is not None and not self.argv:
             raise ValueError("the agent command is empty")
+        for name in _LIMITS:
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or value <= 0:
+                raise ValueError(f"AgentConfig.{name} must be a positive number, got {value!r}")
         cwd = Path(self.cwd).expanduser().resolve()
         if not cwd.is_dir():
             raise ValueError(f"the working directory {cwd} does not exist")
@@ -67,7 +88,8 @@ class AgentConfig:
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None, **overrides: Any) -> AgentConfig:
-        """``BACKLINE_AGENT_CMD`` (``--agent-cmd``), parsed like a shell would."""
+        """``BACKLINE_AGENT_CMD`` (``--agent-cmd``), parsed like a shell would, and the
+        limits ``BACKLINE_AGENT_MAX_OUTPUT_LINES`` and ``BACKLINE_AGENT_MAX_LINE_BYTES``."""
         env = os.environ if environ is None else environ
         raw = env.get(ENV_AGENT_CMD, "").strip()
         values: dict[str, Any] = {}
@@ -76,6 +98,10 @@ class AgentConfig:
                 values["argv"] = tuple(shlex.split(raw))
             except ValueError as e:
                 raise ValueError(f"{ENV_AGENT_CMD} is not a valid command ({e}): {raw!r}") from None
+        for name, variable in _LIMITS.items():
+            text = env.get(variable, "").strip()
+            if text:
+                values[name] = _positive_int(variable, text)
         values.update({k: v for k, v in overrides.items() if v is not None})
         return cls(**values)
 
@@ -87,6 +113,16 @@ class AgentConfig:
     def name(self) -> str:
         """The agent's name for people: its program."""
         return "no agent" if self.argv is None else Path(self.argv[0]).name
+
+
+def _positive_int(variable: str, text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value <= 0:
+        raise ValueError(f"{variable} must be a positive whole number, got {text!r}")
+    return value
 
 
 @dataclass(frozen=True)

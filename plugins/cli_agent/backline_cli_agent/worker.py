@@ -223,7 +223,7 @@ class CliAgentWorker:
 
     @property
     def _line_limit(self) -> int:
-        return self.limits.max_agent_line_bytes
+        return self.config.max_line_bytes
 
     # -- interrupts -------------------------------------------------------------------------
     async def _interrupt(self) -> None:
@@ -261,14 +261,14 @@ class CliAgentWorker:
     async def _note(self, text: str) -> None:
         """A context note, within the output bounds of one task."""
         self._notes += 1
-        if self._notes > self.limits.max_agent_output_lines:
+        if self._notes > self.config.max_output_lines:
             return
         cut, _ = truncate_text(text, self.limits.max_mcp_message_chars, "an output line")
         with contextlib.suppress(RuntimeError):  # the session closed
             await self.ctx.send(cut, silent=True)
 
     async def _notes_done(self) -> None:
-        left_out = self._notes - self.limits.max_agent_output_lines
+        left_out = self._notes - self.config.max_output_lines
         if left_out > 0:
             self._notes = 0
             await self._note(f"({left_out} more output lines of {self.config.name} not shown)")

@@ -12,11 +12,23 @@ from .models import LLMSource, ResearchModels, parse_json
 from .prompts import DESCRIPTION, VOICE_INSTRUCTIONS, stage_of
 from .report import slugify
 from .research import Outcome, ResearchRound, RoundFailed
+from .search import (
+    SEARCH_PROVIDERS,
+    RegisterSearchProvider,
+    SearchProvider,
+    SearchProviderEntry,
+    SearchProviderFactory,
+    SearchResult,
+    search_provider,
+    search_provider_names,
+    search_providers,
+)
 from .worker import ResearchWorker, SearchFactory
 
 __all__ = [
     "BACKGROUND_ID",
     "DESCRIPTION",
+    "SEARCH_PROVIDERS",
     "STAGES",
     "VOICE_INSTRUCTIONS",
     "Claim",
@@ -25,6 +37,7 @@ __all__ = [
     "LLMSource",
     "Outcome",
     "Page",
+    "RegisterSearchProvider",
     "ResearchConfig",
     "ResearchLimits",
     "ResearchModels",
@@ -32,11 +45,18 @@ __all__ = [
     "ResearchWorker",
     "RoundFailed",
     "SearchFactory",
+    "SearchProvider",
+    "SearchProviderEntry",
+    "SearchProviderFactory",
+    "SearchResult",
     "Source",
     "deep_research_background",
     "normalize_url",
     "parse_json",
     "passage_in",
+    "search_provider",
+    "search_provider_names",
+    "search_providers",
     "slugify",
     "stage_of",
     "tally",

@@ -1,11 +1,13 @@
-"""The plugin: the ``deep_research`` background session, its front-end options, and the
-first-party search providers (``ddgs``, ``searxng``, ``tavily``, ``brave``, ``local``)."""
+"""The plugin: the ``deep_research`` background session, its front-end options, the
+``register_search_providers`` hook (``search.py``), and the first-party search providers
+(``ddgs``, ``searxng``, ``tavily``, ``brave``, ``local``)."""
 
 from __future__ import annotations
 
 from backline import hookimpl
-from backline.plugins import RegisterBackground, RegisterOption, RegisterSearchProvider
+from backline.plugins import RegisterBackground, RegisterHookspecs, RegisterOption
 
+from . import search
 from .background import deep_research_background
 from .config import (
     ENV_DOCS,
@@ -18,6 +20,13 @@ from .config import (
     ENV_STAGE_MODELS,
 )
 from .providers import PROVIDERS, factory
+from .search import SEARCH_PROVIDERS, RegisterSearchProvider
+
+
+@hookimpl
+def register_hookspecs(register: RegisterHookspecs) -> None:
+    # Provider plugins implement register_search_providers, before or after this loads.
+    register(search, kinds=[SEARCH_PROVIDERS])
 
 
 @hookimpl

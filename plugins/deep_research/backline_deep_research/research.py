@@ -18,7 +18,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from backline.limits import truncate_text
-from backline.plugins import SearchProvider, SearchResult
 
 from . import prompts
 from . import state as st
@@ -28,6 +27,7 @@ from .fetch import Fetcher, FetchError, normalize_url
 from .inbox import CLOSED, Inbox, is_stop, wants_just_start
 from .models import ModelCallFailed, ResearchModels
 from .report import ReportInput, Synthesis, spoken_report, write_report
+from .search import SearchProvider, SearchResult
 
 if TYPE_CHECKING:
     from backline import BackgroundContext

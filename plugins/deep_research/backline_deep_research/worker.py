@@ -9,13 +9,12 @@ import logging
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-from backline.plugins import SearchProvider
-
 from . import state as st
 from .config import ResearchConfig
 from .inbox import CLOSED, Inbox
 from .models import LLMSource, ResearchModels
 from .research import Closing, Outcome, Previous, ResearchRound, RoundFailed
+from .search import SearchProvider, search_provider
 
 if TYPE_CHECKING:
     from backline import BackgroundContext
@@ -32,7 +31,7 @@ def registry_search(config: ResearchConfig) -> SearchProvider:
     from backline.plugins import PluginManager
 
     manager = PluginManager.from_environment().load()
-    return manager.search_provider(config.search, **config.search_options())
+    return search_provider(manager, config.search, **config.search_options())
 
 
 class ResearchWorker:

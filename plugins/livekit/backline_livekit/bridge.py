@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
 from collections import deque
 from typing import Any
 
@@ -33,7 +34,6 @@ from livekit.agents.voice.events import (
 from livekit.agents.voice.events import ErrorEvent as LKErrorEvent
 
 from backline import Agent, ErrorEvent, Session, SpeechHandle
-from backline.limits import DEFAULT_LIMITS, Limits
 from backline.voice.events import AgentStateChanged, SpeechCreated, UserStateChanged
 
 from . import _state
@@ -41,6 +41,14 @@ from ._agent import BacklineAgent, NoLLM, TurnSlot
 from ._output import LiveKitOutput, Segment
 
 logger = logging.getLogger("backline.livekit")
+
+DEFAULT_CLOSE_TIMEOUT = 10.0
+"""Seconds a LiveKit front end (``backline-livekit``) waits for LiveKit's own session
+to close, after the backline session has closed (itself bounded); past it the close
+goes on and a warning is logged."""
+
+ENV_CLOSE_TIMEOUT = "BACKLINE_LIVEKIT_CLOSE_TIMEOUT"
+"""Sets the close timeout of bridges built without ``close_timeout=``."""
 
 # backline's agent state -> the state LiveKit shows while no audio plays. Words on
 # their way to the TTS are still "thinking" for a listener; LiveKit itself switches
@@ -67,11 +75,16 @@ class LiveKitBridge:
     ``session_options()`` to it): LiveKit needs a stand-in LLM to ask for
     replies, must not start replies before the turn ends (no preemptive
     generation), and leaves the user-away rule to backline.
+
+    ``close_timeout`` bounds the wait for LiveKit's session to close
+    (``DEFAULT_CLOSE_TIMEOUT``); without it, ``BACKLINE_LIVEKIT_CLOSE_TIMEOUT`` or the
+    default applies.
     """
 
-    def __init__(self, session: Session[Any], *, limits: Limits = DEFAULT_LIMITS) -> None:
+    def __init__(self, session: Session[Any], *, close_timeout: float | None = None) -> None:
         self.session = session
-        self.limits = limits
+        self.close_timeout = _close_timeout(close_timeout)
+        """Seconds ``aclose`` waits for LiveKit's session to close (``DEFAULT_CLOSE_TIMEOUT``)."""
         self.output = LiveKitOutput(
             speak=self._speak,
             allow_interruptions=self._allows_interruptions,
@@ -159,11 +172,11 @@ class LiveKitBridge:
             lk = self.lk
             if lk is not None:
                 try:
-                    await asyncio.wait_for(lk.aclose(), self.limits.livekit_close_timeout)
+                    await asyncio.wait_for(lk.aclose(), self.close_timeout)
                 except TimeoutError:
                     logger.warning(
-                        "livekit: the LiveKit session did not close within %.0fs",
-                        self.limits.livekit_close_timeout,
+                        "livekit: the LiveKit session did not close within %gs",
+                        self.close_timeout,
                     )
 
     # -- user turns (LiveKit -> backline) ---------------------------------------------------
@@ -278,3 +291,22 @@ class LiveKitBridge:
             _state.set_user_state(lk, "away")
         elif ev.old == "away" and lk.user_state == "away":
             _state.set_user_state(lk, "listening")
+
+
+def _close_timeout(value: float | None) -> float:
+    """``value``, else ``BACKLINE_LIVEKIT_CLOSE_TIMEOUT``, else the default; positive."""
+    where = "close_timeout"
+    if value is None:
+        text = os.environ.get(ENV_CLOSE_TIMEOUT, "").strip()
+        if not text:
+            return DEFAULT_CLOSE_TIMEOUT
+        where = ENV_CLOSE_TIMEOUT
+        try:
+            value = float(text)
+        except ValueError:
+            raise ValueError(
+                f"{ENV_CLOSE_TIMEOUT} must be a positive number of seconds, got {text!r}"
+            ) from None
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not value > 0:
+        raise ValueError(f"{where} must be a positive number of seconds, got {value!r}")
+    return float(value)

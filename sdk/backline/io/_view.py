@@ -14,43 +14,58 @@ NOTE_WIDTH = 160
 FIELD_CHARS = 40
 """A text field of a state up to this long is shown in a state's line; a longer one
 (a task, a question, a path) only on the web card and through ``backline_state``."""
-_CONVENTION_KEYS = frozenset({"status", "phase", "recent_activity", "files_changed", "links"})
+
+# -- the state convention (docs/background.md): keys any background may report ------------
+HEADLINE = "status"
+"""Text: what the background is doing, in a few words. Heads the line."""
+PHASE = "phase"
+"""Text: the stage of a longer job; read after the headline."""
+ACTIVITY = "recent_activity"
+"""A list of short lines, newest last: the newest reads after the headline, in place
+of ``phase``."""
+CHANGED = "files_changed"
+"""A list of paths (files the background changed): read as a count."""
+LINKS = "links"
+"""Label -> URL or file path: shown in full, never cut."""
+CONVENTION_KEYS = frozenset({HEADLINE, PHASE, ACTIVITY, CHANGED, LINKS})
+"""Keys read by their meaning; any other key reads as a count (a whole number) or a
+short field (a short text or a fraction)."""
 
 
 def summarize_state(state: Any, width: int = 70) -> str:
     """One readable line for a background's state, following the state convention
-    (docs/background.md): a dict's ``status`` or ``phase`` is the headline, whole
-    numbers are counts (``sources_read: 6`` reads "sources read 6"), and ``links``
-    (label -> URL or file path) are shown in full after the cut; Claude Code's
-    ``recent_activity`` and ``files_changed`` read as its latest action and a count.
-    Then other keys with a short text (up to ``FIELD_CHARS``) or a fractional number
-    read as ``key value`` (``{"status": "checking", "city": "Oslo"}`` reads
-    "checking · city Oslo"); the line is cut to ``width``.
+    (docs/background.md), whichever background reports it: a dict's ``status`` is the
+    headline, then the newest ``recent_activity`` entry (or else ``phase``), then
+    ``files_changed`` as a count; whole numbers are counts (``sources_read: 6`` reads
+    "sources read 6"); other keys with a short text (up to ``FIELD_CHARS``) or a
+    fractional number read as ``key value`` (``{"status": "checking", "city": "Oslo"}``
+    reads "checking · city Oslo"). The line is cut to ``width``; ``links`` (label ->
+    URL or file path) are shown in full after the cut.
     """
     links = ""
     if isinstance(state, dict):
         parts: list[str] = []
-        if state.get("status"):
-            parts.append(str(state["status"]))
-        recent = state.get("recent_activity")
-        if isinstance(recent, list) and recent:
-            parts.append(str(recent[-1]))
-        elif state.get("phase"):
-            parts.append(str(state["phase"]))
-        files = state.get("files_changed")
-        if isinstance(files, list) and files:
-            parts.append(f"{len(files)} file{'s' if len(files) != 1 else ''} changed")
+        if state.get(HEADLINE):
+            parts.append(str(state[HEADLINE]))
+        activity = state.get(ACTIVITY)
+        if isinstance(activity, list) and activity:
+            parts.append(str(activity[-1]))
+        elif state.get(PHASE):
+            parts.append(str(state[PHASE]))
+        changed = state.get(CHANGED)
+        if isinstance(changed, list) and changed:
+            parts.append(f"{len(changed)} file{'s' if len(changed) != 1 else ''} changed")
         parts += [
             f"{key.replace('_', ' ')} {value}"
             for key, value in state.items()
-            if type(value) is int and key not in ("status", "phase")
+            if type(value) is int and key not in (HEADLINE, PHASE)
         ]
         parts += [
             f"{key.replace('_', ' ')} {_field(value)}"
             for key, value in state.items()
-            if key not in _CONVENTION_KEYS and _field(value)
+            if key not in CONVENTION_KEYS and _field(value)
         ]
-        found = state.get("links")
+        found = state.get(LINKS)
         if isinstance(found, dict):
             links = "".join(f" · {label}: {target}" for label, target in found.items())
         text = " · ".join(parts) if parts else ", ".join(f"{k}={v}" for k, v in state.items())

@@ -6,6 +6,8 @@ A plugin is a module with ``@backline.hookimpl`` functions, published under the
     [project.entry-points.backline]
     weather = "backline_weather.plugin"
 
+A plugin may add hooks of its own for other plugins to implement
+(``register_hookspecs``, with ``RegistrationKind`` for what they register).
 See ``docs/plugins.md`` (a tutorial) and ``docs/hooks.md`` (the reference).
 The manager and registry names load on first use, so ``import backline`` only
 pays for the hook markers.
@@ -19,62 +21,44 @@ from typing import TYPE_CHECKING, Any
 from ._hookspecs import OBSERVER_HOOKS, PROJECT_NAME, REGISTRATION_HOOKS, hookimpl, hookspec
 
 if TYPE_CHECKING:
-    from ._manager import (
-        BUILTIN_PLUGINS,
-        ENTRY_POINT_GROUP,
-        ENV_ALLOW,
-        ENV_DENY,
-        ENV_STRICT,
-        PluginError,
-        PluginManager,
-        UnknownNameError,
-    )
-    from ._registry import (
-        RESERVED_OWNER,
-        Clash,
+    from ._core_kinds import (
         LLMEntry,
         LLMFactory,
-        OptionEntry,
-        PluginInfo,
-        PluginStatus,
         RegisterBackground,
         RegisterLLM,
         RegisterOption,
         RegisterTool,
     )
-    from ._search import (
-        RegisterSearchProvider,
-        SearchProvider,
-        SearchProviderEntry,
-        SearchProviderFactory,
-        SearchResult,
-    )
+    from ._discovery import BUILTIN_PLUGINS, ENTRY_POINT_GROUP, ENV_ALLOW, ENV_DENY, ENV_STRICT
+    from ._errors import PluginError, UnknownNameError
+    from ._info import PluginInfo, PluginStatus
+    from ._kinds import RegisterHookspecs, RegistrationKind
+    from ._manager import PluginManager
+    from ._options import OptionEntry
+    from ._registry import RESERVED_OWNER, Clash
 
 _LAZY = {
-    "BUILTIN_PLUGINS": "._manager",
-    "ENTRY_POINT_GROUP": "._manager",
-    "ENV_ALLOW": "._manager",
-    "ENV_DENY": "._manager",
-    "ENV_STRICT": "._manager",
-    "PluginError": "._manager",
+    "BUILTIN_PLUGINS": "._discovery",
+    "ENTRY_POINT_GROUP": "._discovery",
+    "ENV_ALLOW": "._discovery",
+    "ENV_DENY": "._discovery",
+    "ENV_STRICT": "._discovery",
+    "PluginError": "._errors",
+    "UnknownNameError": "._errors",
     "PluginManager": "._manager",
-    "UnknownNameError": "._manager",
     "RESERVED_OWNER": "._registry",
     "Clash": "._registry",
-    "LLMEntry": "._registry",
-    "LLMFactory": "._registry",
-    "OptionEntry": "._registry",
-    "PluginInfo": "._registry",
-    "PluginStatus": "._registry",
-    "RegisterBackground": "._registry",
-    "RegisterLLM": "._registry",
-    "RegisterOption": "._registry",
-    "RegisterTool": "._registry",
-    "RegisterSearchProvider": "._search",
-    "SearchProvider": "._search",
-    "SearchProviderEntry": "._search",
-    "SearchProviderFactory": "._search",
-    "SearchResult": "._search",
+    "LLMEntry": "._core_kinds",
+    "LLMFactory": "._core_kinds",
+    "RegisterBackground": "._core_kinds",
+    "RegisterLLM": "._core_kinds",
+    "RegisterOption": "._core_kinds",
+    "RegisterTool": "._core_kinds",
+    "OptionEntry": "._options",
+    "PluginInfo": "._info",
+    "PluginStatus": "._info",
+    "RegisterHookspecs": "._kinds",
+    "RegistrationKind": "._kinds",
 }
 
 __all__ = [
@@ -96,14 +80,11 @@ __all__ = [
     "PluginManager",
     "PluginStatus",
     "RegisterBackground",
+    "RegisterHookspecs",
     "RegisterLLM",
     "RegisterOption",
-    "RegisterSearchProvider",
     "RegisterTool",
-    "SearchProvider",
-    "SearchProviderEntry",
-    "SearchProviderFactory",
-    "SearchResult",
+    "RegistrationKind",
     "UnknownNameError",
     "hookimpl",
     "hookspec",

@@ -12,7 +12,7 @@ from ._hookspecs import hookimpl
 
 if TYPE_CHECKING:
     from ..llm.llm import LLM
-    from ._registry import RegisterLLM
+    from ._core_kinds import RegisterLLM
 
 DESCRIPTION = (
     "Claude through Anthropic's Messages API (ANTHROPIC_API_KEY; model: $BACKLINE_MODEL "

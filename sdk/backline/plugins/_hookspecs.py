@@ -22,16 +22,32 @@ hookspec = pluggy.HookspecMarker(PROJECT_NAME)
 hookimpl = pluggy.HookimplMarker(PROJECT_NAME)
 
 REGISTRATION_HOOKS = (
+    "register_hookspecs",
     "register_background_sessions",
     "register_tools",
     "register_llms",
     "register_options",
-    "register_search_providers",
 )
-"""Hooks called once per plugin when it loads; one that raises fails the plugin."""
+"""Hooks called once per plugin when it loads (in this order, then the registration
+hooks plugins added); one that raises fails the plugin."""
 
 OBSERVER_HOOKS = ("session_started", "session_closed")
 """Hooks called at each session start and close; one that raises is only logged."""
+
+
+@hookspec
+def register_hookspecs(register: Any) -> None:
+    """Add hooks of this plugin's own, for other plugins to implement: call
+    ``register(hookspecs, kinds=[...])``.
+
+    ``hookspecs`` is a module or class whose functions are marked
+    ``@backline.plugins.hookspec``. Each ``RegistrationKind`` in ``kinds`` makes one of them
+    a registration hook: every plugin implementing it is called once, when it
+    loads, with a ``register`` callback, and what it registers is listed, checked
+    for clashes and looked up like backline's own kinds. Runs before any
+    registration hook, so plugins that implement these hooks may load before or
+    after this one.
+    """
 
 
 @hookspec
@@ -66,19 +82,6 @@ def register_options(register: Any) -> None:
     A value given on the command line is exported to ``envvar`` before the session
     is built; the plugin reads its configuration from the environment when a
     session starts (so the variable works without the flag too).
-    """
-
-
-@hookspec
-def register_search_providers(register: Any) -> None:
-    """Register named search providers: call
-    ``register(name, factory, description="")``.
-
-    ``factory(**options)`` returns a ``SearchProvider`` (``backline.plugins``): an
-    object with ``async search(query, *, max_results) -> list[SearchResult]`` and
-    ``async aclose()``. Called with no options, it reads its configuration (an
-    instance URL, an API key) from the environment. Import client libraries inside
-    the factory or the provider, not at module level.
     """
 
 

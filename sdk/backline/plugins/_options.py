@@ -11,15 +11,46 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import click
 from click.core import ParameterSource
 
-from ._registry import OptionEntry
-
 FRONT_END_MARK = "__backline_front_end__"
 """Set on a command's callback by ``session_options``: the command is a front end."""
+
+RESERVED_OPTIONS = frozenset(
+    {
+        "--background",
+        "-b",
+        "--llm",
+        "--model",
+        "-m",
+        "--instructions",
+        "--agent",
+        "--no-log",
+        "--log-file",
+        "--mcp-config",
+        "--help",
+    }
+)
+"""Flags the front ends own (``session_options``): a plugin cannot register them."""
+
+
+@dataclass(frozen=True)
+class OptionEntry:
+    """A front-end option a plugin registered: the click option and its variable.
+
+    ``option`` is a ``click.Option`` that exports its command-line value to
+    ``envvar`` (see ``backline.cli``); ``flag`` is its first long flag.
+    """
+
+    flag: str
+    envvar: str
+    option: click.Option
+    plugin: str
+
 
 _REFUSED = ("default", "multiple", "callback", "expose_value", "envvar", "required", "nargs")
 

@@ -13,7 +13,7 @@ from dataclasses import asdict, dataclass
 from importlib import resources
 from pathlib import Path
 
-from ._manager import normalize_name
+from ._discovery import normalize_name
 
 _VALID = re.compile(r"[A-Za-z][A-Za-z0-9_.-]*")
 _PREFIX = "backline-"

@@ -25,6 +25,8 @@ def runtime_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
         "BACKLINE_MCP_TOKEN",
         "BACKLINE_MCP_PORT",
         "BACKLINE_AGENT_CMD",
+        "BACKLINE_AGENT_MAX_OUTPUT_LINES",
+        "BACKLINE_AGENT_MAX_LINE_BYTES",
     ):
         monkeypatch.delenv(name, raising=False)
     return directory
@@ -32,16 +34,21 @@ def runtime_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 @pytest.fixture
 async def drive(tmp_path: Path) -> AsyncIterator[Callable[..., Any]]:
-    """``await drive(argv, env=..., grace=0.0)``: a started ``BackgroundDriver`` running
-    ``cli_agent`` with that command in ``tmp_path/work`` (closed after the test)."""
+    """``await drive(argv, env=..., grace=0.0, **config)``: a started ``BackgroundDriver``
+    running ``cli_agent`` with that command in ``tmp_path/work`` (closed after the test);
+    ``config`` goes to ``AgentConfig`` (``max_output_lines=`` ...)."""
     made: list[BackgroundDriver] = []
     work = tmp_path / "work"
     work.mkdir()
 
     async def make(
-        argv: tuple[str, ...] | None, *, env: dict[str, str] | None = None, grace: float = 0.0
+        argv: tuple[str, ...] | None,
+        *,
+        env: dict[str, str] | None = None,
+        grace: float = 0.0,
+        **options: Any,
     ) -> BackgroundDriver:
-        config = AgentConfig(argv=argv, cwd=work, env=env or {})
+        config = AgentConfig(argv=argv, cwd=work, env=env or {}, **options)
         definition = cli_agent_background(config, interrupt_grace=grace)
         driver = BackgroundDriver(definition, timeout=WAIT, user_away_timeout=None)
         await driver.__aenter__()

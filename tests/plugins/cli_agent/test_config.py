@@ -92,6 +92,35 @@ def test_the_command_is_read_from_the_environment_like_a_shell_would(tmp_path: P
         AgentConfig(argv=("claude",), cwd=tmp_path / "missing")
 
 
+def test_the_output_bounds_default_as_they_did_in_limits_and_come_from_the_environment(
+    tmp_path: Path,
+) -> None:
+    default = AgentConfig(cwd=tmp_path)
+    assert (default.max_output_lines, default.max_line_bytes) == (200, 8_000_000)
+
+    config = AgentConfig.from_env(
+        {"BACKLINE_AGENT_MAX_OUTPUT_LINES": "5", "BACKLINE_AGENT_MAX_LINE_BYTES": " 4096 "},
+        cwd=tmp_path,
+    )
+
+    assert (config.max_output_lines, config.max_line_bytes) == (5, 4096)
+
+
+@pytest.mark.parametrize("value", ["0", "-3", "many", "1.5"])
+def test_a_bad_bound_in_the_environment_is_refused_naming_the_variable(
+    tmp_path: Path, value: str
+) -> None:
+    with pytest.raises(ValueError, match="BACKLINE_AGENT_MAX_OUTPUT_LINES must be a positive"):
+        AgentConfig.from_env({"BACKLINE_AGENT_MAX_OUTPUT_LINES": value}, cwd=tmp_path)
+
+
+@pytest.mark.parametrize("field", ["max_output_lines", "max_line_bytes"])
+@pytest.mark.parametrize("value", [0, -1, True])
+def test_a_bad_bound_is_refused(tmp_path: Path, field: str, value: int) -> None:
+    with pytest.raises(ValueError, match=f"AgentConfig.{field} must be a positive number"):
+        AgentConfig(cwd=tmp_path, **{field: value})
+
+
 def test_the_plugin_registers_the_background_and_the_agent_cmd_option() -> None:
     manager = PluginManager.from_environment({"BACKLINE_PLUGINS": "cli_agent"}).load()
 

@@ -49,6 +49,29 @@ async def test_output_lines_become_notes_and_a_quiet_agent_is_announced_finished
     assert final["last_task"] == "print: Reading the code.\nprint: All tests pass."
 
 
+async def test_output_past_max_output_lines_is_counted_in_one_last_note(drive: Any) -> None:
+    driver = await drive(FAKE, max_output_lines=2)
+
+    await driver.say("print: one\nprint: two\nprint: three\nprint: four")
+    await finished(driver)
+    await driver.wait_until_done()
+
+    agent = FAKE[0].rsplit("/", 1)[-1]
+    assert silent(driver) == ["one", "two", f"(2 more output lines of {agent} not shown)"]
+
+
+async def test_an_output_line_over_max_line_bytes_ends_the_reading_of_the_run(
+    drive: Any,
+) -> None:
+    driver = await drive(FAKE, max_line_bytes=64)
+
+    await driver.say("print: short\nprint: " + "x" * 200 + "\nprint: after")
+    await finished(driver)
+    await driver.wait_until_done()
+
+    assert silent(driver) == ["short"]  # neither the long line nor what followed it
+
+
 async def test_the_agent_speaks_and_reports_its_status_over_mcp(drive: Any) -> None:
     driver = await drive(FAKE)
 

@@ -10,9 +10,9 @@ from typing import Any
 import pytest
 from backline_deep_research import ResearchConfig, ResearchLimits
 from backline_deep_research import state as st
+from backline_deep_research.search import SearchResult
 from backline_deep_research.testing import CorpusServer
 
-from backline.plugins import SearchResult
 from backline.testing import BackgroundDriver
 
 from .corpus import PAGES

@@ -40,7 +40,7 @@ def test_the_plugin_registers_its_background_providers_and_options() -> None:
     assert info.status == "loaded", info.error
     assert info.distribution == "backline-deep-research"
     assert info.backgrounds == ["deep_research"]
-    assert info.search_providers == ["brave", "ddgs", "local", "searxng", "tavily"]
+    assert info.registered()["search_providers"] == ["brave", "ddgs", "local", "searxng", "tavily"]
     assert "--search" in info.options and "--research-model" in info.options
     assert "-m" not in info.options and "--model" not in info.options
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 import importlib
 from typing import Any
 
-from backline.plugins import SearchProvider
+from ..search import SearchProvider
 
 PROVIDERS: dict[str, tuple[str, str, str]] = {
     "ddgs": ("ddgs_search", "DDGSSearch", "Web search through ddgs (no key needed)"),

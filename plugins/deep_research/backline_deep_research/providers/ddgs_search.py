@@ -9,8 +9,7 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
-from backline.plugins import SearchResult
-
+from ..search import SearchResult
 from ._http import text_of
 
 

@@ -14,9 +14,8 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from backline.plugins import SearchResult
-
 from ..config import ENV_DOCS
+from ..search import SearchResult
 
 SUFFIXES = (".md", ".markdown", ".txt", ".html", ".htm")
 MAX_FILES = 2000

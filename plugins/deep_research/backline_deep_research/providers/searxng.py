@@ -9,9 +9,8 @@ from __future__ import annotations
 import os
 from typing import Any
 
-from backline.plugins import SearchResult
-
 from ..config import ENV_SEARXNG_URL
+from ..search import SearchResult
 from ._http import SearchError, request_json, text_of
 
 

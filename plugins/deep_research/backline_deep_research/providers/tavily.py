@@ -5,8 +5,7 @@ from __future__ import annotations
 import os
 from typing import Any
 
-from backline.plugins import SearchResult
-
+from ..search import SearchResult
 from ._http import SearchError, request_json, text_of
 
 ENV_KEY = "TAVILY_API_KEY"
