@@ -20,6 +20,7 @@ from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any, TextIO
 
 from ..limits import DEFAULT_LIMITS, Limits
+from ..tasks import TaskScope
 from ..voice.io import TextOutput
 from ._diagnostics import describe_error
 from ._view import NOTE_WIDTH, shorten, speaker_label, summarize_state
@@ -249,7 +250,7 @@ async def _run_plain(
     # Room for the longest turn in UTF-8; a longer line is skipped, never buffered whole.
     reader = asyncio.StreamReader(limit=limits.max_user_turn_chars * _UTF8_MAX + 2)
     transport = None
-    pump: asyncio.Task[None] | None = None
+    pumping = TaskScope("console stdin reader")
     if _watchable(stdin):
         with contextlib.suppress(ValueError, OSError, NotImplementedError):
             transport, _ = await loop.connect_read_pipe(
@@ -258,7 +259,7 @@ async def _run_plain(
     if transport is None:
         # A regular file or /dev/null (the loop cannot watch them), or no loop support:
         # a thread reads the file into the same bounded reader.
-        pump = asyncio.create_task(_pump(stdin, reader, loop), name="console stdin reader")
+        pumping.create_task(_pump(stdin, reader, loop), name="console stdin reader")
 
     async def read_line() -> str | _Overlong | None:
         return await _read_bounded_line(reader)
@@ -276,9 +277,7 @@ async def _run_plain(
     finally:
         if transport is not None:
             transport.close()
-        if pump is not None:
-            pump.cancel()
-            await asyncio.wait([pump], timeout=5.0)
+        await pumping.aclose(timeout=5.0)
 
 
 def _is_terminal(stream: TextIO) -> bool:
