@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
+import warnings
 from typing import Any
 
 import click
@@ -177,3 +178,16 @@ def test_importing_the_contract_loads_no_server_and_no_model_sdk() -> None:
         [sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True
     )
     assert result.stdout.strip() == "[]"
+
+
+def test_the_names_that_moved_from_backline_cli_still_work_with_a_warning() -> None:
+    import backline.app
+    import backline.cli
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        moved = backline.cli.build_session
+    assert moved is backline.app.build_session
+    assert "backline.cli.build_session moved to backline.app.build_session" in str(
+        caught[0].message
+    )
