@@ -15,7 +15,7 @@ import pexpect
 import pytest
 
 from backline import ChatContext, ChatMessage, get_key
-from backline.cli import SessionOptions, preflight
+from backline.app import SessionOptions, preflight
 from backline.keys import KeyStoreError, delete_key, key_names, keys_path, set_key
 from backline.llm.anthropic import AnthropicLLM
 from backline.testing.fake_anthropic import FakeAnthropicServer

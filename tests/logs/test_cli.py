@@ -17,7 +17,8 @@ import pytest
 from click.testing import CliRunner, Result
 
 from backline import Agent, Session
-from backline.cli import SessionOptions, build_session, make_cli
+from backline.app import SessionOptions, build_session
+from backline.cli import make_cli
 from backline.logs import ConversationLog, attach_log, default_path
 from backline.plugins import PluginManager
 from backline.testing import ScriptedLLM

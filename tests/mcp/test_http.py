@@ -313,3 +313,22 @@ async def test_the_token_and_port_come_from_the_environment(
     async with hosted_voice_channel() as hosting:
         with pytest.raises(RuntimeError, match="BACKLINE_MCP_PORT must be a port number"):
             await hosting.host()
+
+
+async def test_a_taken_port_leaves_the_front_end_running_and_says_why(
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    import socket
+
+    taken = socket.socket()
+    taken.bind(("127.0.0.1", 0))
+    taken.listen()
+    try:
+        monkeypatch.setenv("BACKLINE_MCP_PORT", str(taken.getsockname()[1]))
+        async with hosted_voice_channel() as hosting:
+            with pytest.raises(RuntimeError, match="the MCP endpoint did not start: OSError"):
+                await hosting.host()
+    finally:
+        taken.close()
+    (warning,) = [r for r in caplog.records if "did not start" in r.getMessage()]
+    assert warning.levelname == "WARNING" and "everything else works" in warning.getMessage()

@@ -11,7 +11,8 @@ import pytest
 from click.testing import CliRunner
 
 from backline import Agent, Session
-from backline.cli import SessionOptions, build_session, make_cli
+from backline.app import SessionOptions, build_session
+from backline.cli import make_cli
 from backline.llm.anthropic import AnthropicLLM
 from backline.mcp import MCPServerHTTP, MCPServerStdio, McpToolset, load_mcp_config
 from backline.plugins import PluginManager

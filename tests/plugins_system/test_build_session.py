@@ -12,7 +12,7 @@ from click.testing import CliRunner
 
 import backline
 from backline import Agent, BackgroundContext, background, function_tool
-from backline.cli import DEFAULT_INSTRUCTIONS, SessionOptions, build_session, session_options
+from backline.app import DEFAULT_INSTRUCTIONS, SessionOptions, build_session, session_options
 from backline.plugins import PluginManager
 from backline.testing import ScriptedLLM
 

@@ -10,7 +10,7 @@ TONE = """
 import os
 import click
 import backline
-from backline.cli import session_options
+from backline.app import session_options
 
 @backline.hookimpl
 def register_options(register):

@@ -107,7 +107,8 @@ def load_config() -> ClaudeCodeConfig:
 
 @hookimpl
 def register_commands(cli: click.Group) -> None:
-    from backline.cli import SessionOptions, run_console_command
+    from backline.app import SessionOptions
+    from backline.io.console import run_console_front_end
 
     def claude_option(name: str, envvar: str, help_text: str, kwargs: dict[str, Any]) -> Any:
         """``--NAME`` (``--claude-model`` for the model), exported to ``envvar`` when given."""
@@ -144,7 +145,7 @@ def register_commands(cli: click.Group) -> None:
         for warning in config.warnings:
             click.secho(f"Warning: {warning}.", err=True, fg="yellow")
         options = SessionOptions(backgrounds=("claude_code",), llm=llm, model=voice_model)
-        run_console_command(ctx, options, plain=plain)
+        run_console_front_end(options, plain=plain)
 
     for spec in reversed(OPTIONS):
         claude_code_command.params.insert(0, claude_option(*spec))

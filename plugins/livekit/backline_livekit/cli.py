@@ -16,7 +16,7 @@ from urllib.parse import urlparse
 
 import click
 
-from backline.cli import SessionOptions, build_session, plugin_manager, preflight, session_options
+from backline.app import SessionOptions, build_session, plugin_manager, preflight, session_options
 
 ENV_URL = "LIVEKIT_URL"
 ENV_KEY = "LIVEKIT_API_KEY"

@@ -25,7 +25,7 @@ if TYPE_CHECKING:
     from livekit.agents import AgentServer, JobContext
 
     from backline import Agent, Session
-    from backline.cli import SessionOptions
+    from backline.app import SessionOptions
 
     from .bridge import LiveKitBridge
 
@@ -68,7 +68,7 @@ class WorkerConfig:
         )
 
     def session_options(self) -> SessionOptions:
-        from backline.cli import SessionOptions
+        from backline.app import SessionOptions
 
         return SessionOptions(
             backgrounds=self.backgrounds,
@@ -95,11 +95,9 @@ class WorkerConfig:
 
 def build_backline_session(config: WorkerConfig) -> tuple[Session[Any], Agent]:
     """A fresh backline session for one job: plugins' tools, the chosen backgrounds and LLM."""
-    from backline.cli import build_session
-    from backline.plugins import PluginManager
+    from backline.app import build_session, plugin_manager
 
-    manager = PluginManager.from_environment().load()
-    return build_session(manager, config.session_options())
+    return build_session(plugin_manager(), config.session_options())
 
 
 SessionFactory = Callable[[WorkerConfig], "tuple[Session[Any], Agent]"]

@@ -7,6 +7,10 @@ terminal it uses prompt_toolkit (the status line is a bottom toolbar and the
 reply in progress streams there); otherwise it prints plain lines. Ctrl-C,
 Ctrl-D or ``/quit`` close the session cleanly (bounded). A line longer than
 ``Limits.max_user_turn_chars`` is refused with a message, and the console goes on.
+
+``run_console`` runs one session; ``run_console_front_end`` is ``backline console``
+itself (a front end of ``backline.app``: the session from the options, the voice
+channel served meanwhile), for plugins' console commands too.
 """
 
 from __future__ import annotations
@@ -20,11 +24,14 @@ from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any, TextIO
 
 from ..limits import DEFAULT_LIMITS, Limits
+from ..tasks import TaskScope
 from ..voice.io import TextOutput
 from ._diagnostics import describe_error
 from ._view import NOTE_WIDTH, shorten, speaker_label, summarize_state
 
 if TYPE_CHECKING:
+    from ..app import SessionOptions
+    from ..plugins import PluginManager
     from ..session import Session
     from ..voice.agent import Agent
 
@@ -168,6 +175,51 @@ async def run_console(
         await _run_plain(session, agent, view, stdin, stdout, banner, errors, limits)
 
 
+def run_console_front_end(
+    options: SessionOptions, *, manager: PluginManager | None = None, plain: bool = False
+) -> None:
+    """What ``backline console`` does: build the session from ``options`` with
+    ``manager``'s plugins (default: ``backline.app.plugin_manager()``), then run the
+    console until the user quits, serving the voice channel to MCP agents meanwhile.
+    ``plain``: plain lines even in a terminal. Errors in the options raise click
+    exceptions before anything runs."""
+    from ..app import available_backgrounds, hosting_voice_channel, plugin_manager, prepare_session
+    from ._diagnostics import log_to_file
+
+    manager = manager or plugin_manager()
+    session, agent = prepare_session(manager, options)
+    log_path = log_to_file(options.log_file)
+    if session.background:
+        names = ", ".join(session.background.sorted_ids())
+        banner = f"backline console (background sessions: {names}). /quit or Ctrl-D to leave."
+    else:
+        installed = available_backgrounds(manager)
+        hint = (
+            f"Installed:\n{installed}\nStart one with `backline console --background NAME`."
+            if installed
+            else "None is installed (`backline install PACKAGE` adds one)."
+        )
+        banner = (
+            f"backline console: no background session is running. {hint}\n/quit or Ctrl-D to leave."
+        )
+
+    async def main() -> None:
+        async with hosting_voice_channel(session, "backline console"):
+            await run_console(
+                session,
+                agent,
+                rich=False if plain else None,
+                banner=banner,
+                log_path=log_path,
+                llm=options.llm,
+            )
+
+    try:
+        asyncio.run(main())
+    except KeyboardInterrupt:  # pragma: no cover - a second Ctrl-C during close
+        pass
+
+
 class _ErrorPrinter:
     """Prints each session error as one line, the details being in the log file."""
 
@@ -249,7 +301,7 @@ async def _run_plain(
     # Room for the longest turn in UTF-8; a longer line is skipped, never buffered whole.
     reader = asyncio.StreamReader(limit=limits.max_user_turn_chars * _UTF8_MAX + 2)
     transport = None
-    pump: asyncio.Task[None] | None = None
+    pumping = TaskScope("console stdin reader")
     if _watchable(stdin):
         with contextlib.suppress(ValueError, OSError, NotImplementedError):
             transport, _ = await loop.connect_read_pipe(
@@ -258,7 +310,7 @@ async def _run_plain(
     if transport is None:
         # A regular file or /dev/null (the loop cannot watch them), or no loop support:
         # a thread reads the file into the same bounded reader.
-        pump = asyncio.create_task(_pump(stdin, reader, loop), name="console stdin reader")
+        pumping.create_task(_pump(stdin, reader, loop), name="console stdin reader")
 
     async def read_line() -> str | _Overlong | None:
         return await _read_bounded_line(reader)
@@ -276,9 +328,7 @@ async def _run_plain(
     finally:
         if transport is not None:
             transport.close()
-        if pump is not None:
-            pump.cancel()
-            await asyncio.wait([pump], timeout=5.0)
+        await pumping.aclose(timeout=5.0)
 
 
 def _is_terminal(stream: TextIO) -> bool:

@@ -1,6 +1,6 @@
 """The conversation log: every conversation a front end runs, in SQLite.
 
-``backline.cli.build_session`` attaches it to every session a front end builds
+``backline.app.build_session`` attaches it to every session a front end builds
 (``backline console``, ``backline web``, front ends from plugins), unless
 ``--no-log`` or ``BACKLINE_LOG=0``. Read it with ``backline logs`` or any SQLite
 tool; docs/logs.md has the schema and example queries. Imported on demand only

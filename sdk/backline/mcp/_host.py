@@ -1,4 +1,4 @@
-"""``ChannelHost``: the voice channel over streamable HTTP on 127.0.0.1 (uvicorn).
+"""``ChannelHost``: the voice channel over streamable HTTP on 127.0.0.1 (``backline.http_host``).
 
 One MCP server (``_tools``) behind one gate: a request must name this machine
 in ``Host`` and, if it has one, in ``Origin`` (else 403: a web page cannot reach
@@ -10,14 +10,10 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import logging
 import secrets
-import socket
 from collections.abc import AsyncIterator
 from typing import Any
-from urllib.parse import urlsplit
 
-import uvicorn
 from mcp.server.mcpserver import Context
 from mcp.server.transport_security import TransportSecuritySettings
 from starlette.applications import Starlette
@@ -25,13 +21,11 @@ from starlette.responses import PlainTextResponse
 from starlette.routing import Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from ..io.web import is_loopback
+from ..http_host import HttpHost, host_is_loopback, origin_is_loopback
 from ..limits import DEFAULT_LIMITS, Limits
 from ._channel import ChannelError, Progress
 from ._registry import SessionRegistry
 from ._tools import build_channel_server, run_on_channel
-
-logger = logging.getLogger("backline.mcp")
 
 CLOSE_TIMEOUT = 5.0
 UNAUTHORIZED = (
@@ -67,11 +61,6 @@ class ChannelHost:
             raise ValueError("the MCP endpoint's token must not be blank")
         self.registry = registry
         self.token = token or secrets.token_urlsafe(24)
-        self._requested_port = port
-        self._port: int | None = None
-        self._started = asyncio.Event()
-        self._server: _QuietServer | None = None
-        self._task: asyncio.Task[None] | None = None
         mcp_server = build_channel_server(self._run)
         # Built for its session manager; the routes and the gate are ours.
         mcp_server.streamable_http_app(
@@ -84,7 +73,6 @@ class ChannelHost:
         @contextlib.asynccontextmanager
         async def lifespan(_: Starlette) -> AsyncIterator[None]:
             async with manager.run():
-                self._started.set()
                 yield
 
         endpoint = _Endpoint(manager.handle_request)
@@ -96,12 +84,18 @@ class ChannelHost:
             lifespan=lifespan,
         )
         self.app: ASGIApp = _Gate(app, self.token)
+        self._http = HttpHost(
+            self.app,
+            port=port,
+            name="the MCP endpoint",
+            stop_timeout=CLOSE_TIMEOUT,
+            after_stop=stop_sse_watchers,
+            after_stop_timeout=CLOSE_TIMEOUT,
+        )
 
     @property
     def port(self) -> int:
-        if self._port is None:
-            raise RuntimeError("the MCP endpoint is not running")
-        return self._port
+        return self._http.port
 
     @property
     def url(self) -> str:
@@ -122,32 +116,7 @@ class ChannelHost:
 
     async def start(self) -> None:
         """Bind 127.0.0.1 and serve (returns once requests are accepted)."""
-        if self._task is not None:
-            raise RuntimeError("the MCP endpoint was already started")
-        sock = _bind(self._requested_port)
-        self._port = sock.getsockname()[1]
-        config = uvicorn.Config(
-            self.app,
-            log_level="warning",
-            access_log=False,  # no URLs in logs
-            lifespan="on",
-            ws="none",
-            timeout_graceful_shutdown=int(CLOSE_TIMEOUT) - 2,
-        )
-        self._server = _QuietServer(config)
-        self._task = asyncio.create_task(
-            self._server.serve(sockets=[sock]), name="backline MCP endpoint"
-        )
-        started = asyncio.ensure_future(self._started.wait())
-        try:
-            await asyncio.wait({started, self._task}, return_when=asyncio.FIRST_COMPLETED)
-        finally:
-            if not started.done():
-                started.cancel()
-        if not self._started.is_set():
-            sock.close()
-            await self._task  # raises what stopped it
-            raise RuntimeError("the MCP endpoint stopped while starting")
+        await self._http.start()
 
     async def aclose(self) -> None:
         """Stop serving (bounded); calls in progress end with the connection.
@@ -155,27 +124,7 @@ class ChannelHost:
         A close that is itself cancelled (a background's entrypoint cancelled while it
         leaves its ``async with``) still stops the server, then lets the cancellation on.
         """
-        stopping = asyncio.ensure_future(self._stop())
-        try:
-            await asyncio.shield(stopping)
-        except asyncio.CancelledError:
-            await asyncio.wait([stopping], timeout=3 * CLOSE_TIMEOUT)
-            raise
-
-    async def _stop(self) -> None:
-        server, task = self._server, self._task
-        if server is None or task is None:
-            return
-        server.should_exit = True
-        try:
-            await asyncio.wait_for(asyncio.shield(task), CLOSE_TIMEOUT)
-        except TimeoutError:
-            server.force_exit = True
-            task.cancel()
-            await asyncio.wait([task], timeout=CLOSE_TIMEOUT)
-        except Exception:
-            logger.exception("the MCP endpoint failed")
-        await stop_sse_watchers()
+        await self._http.aclose()
 
     async def _run(
         self, tool: str, arguments: dict[str, Any], ctx: Context, progress: Progress | None
@@ -230,9 +179,7 @@ class _Gate:
         headers = dict(scope.get("headers") or [])
         host = headers.get(b"host", b"").decode("latin-1")
         origin = headers.get(b"origin", b"").decode("latin-1")
-        if not _names_loopback(host, with_scheme=False) or (
-            origin and not _names_loopback(origin, with_scheme=True)
-        ):
+        if not host_is_loopback(host) or (origin and not origin_is_loopback(origin)):
             response = PlainTextResponse(FOREIGN_HOST, 403)
         elif not secrets.compare_digest(headers.get(b"authorization", b""), self._expected):
             response = PlainTextResponse(
@@ -244,35 +191,3 @@ class _Gate:
             await self._app(scope, receive, send)
             return
         await response(scope, receive, send)
-
-
-def _names_loopback(value: str, *, with_scheme: bool) -> bool:
-    try:
-        parts = urlsplit(value if with_scheme else f"//{value}")
-        hostname = parts.hostname
-    except ValueError:
-        return False
-    if with_scheme and parts.scheme not in ("http", "https"):
-        return False
-    return bool(hostname) and is_loopback(hostname or "")
-
-
-class _QuietServer(uvicorn.Server):
-    """uvicorn without its own signal handling: the front end owns Ctrl-C."""
-
-    @contextlib.contextmanager
-    def capture_signals(self) -> Any:
-        yield
-
-
-def _bind(port: int) -> socket.socket:
-    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-    try:
-        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        sock.bind(("127.0.0.1", port))
-        sock.listen(128)
-        sock.setblocking(False)
-    except BaseException:
-        sock.close()
-        raise
-    return sock

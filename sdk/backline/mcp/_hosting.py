@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..background.runtime import background_of
 from ..limits import DEFAULT_LIMITS, Limits
+from ..tasks import TaskScope, done_within
 from ..voice.observers import add_session_observer, remove_session_observer
 from ._discovery import ENV_PORT, ENV_TOKEN, announce, withdraw
 from ._registry import SessionRegistry
@@ -67,17 +68,39 @@ class _Shared:
         self.announcement: Path | None = None
         self.on_ready: list[Callable[[ChannelHost], None]] = []
         self.host: ChannelHost | None = None
-        self.task: asyncio.Task[ChannelHost] = asyncio.get_running_loop().create_task(
+        self.failure: BaseException | None = None
+        self._tasks = TaskScope("backline MCP endpoint")  # its start, then its close
+        self.task: asyncio.Task[ChannelHost | None] = self._tasks.create_task(
             self._start(), name="backline MCP endpoint start"
         )
-        self.task.add_done_callback(_consume_failure)
+        self._closing: asyncio.Task[None] | None = None
         add_session_observer(self._observe)
 
     def _observe(self, hook: str, session: Any) -> None:
         if hook == "session_started" and background_of(session) is not None:
             self.registry.add(session)
 
-    async def _start(self) -> ChannelHost:
+    async def _start(self) -> ChannelHost | None:
+        """The running host, or ``None`` when it could not start (``failure`` says why;
+        a warning is logged: everything but MCP agents works without it)."""
+        try:
+            host = await self._started_host()
+        except Exception as e:
+            self.failure = e
+            logger.warning(
+                "the MCP voice-channel endpoint did not start (%s: %s): agents cannot connect "
+                "over MCP; everything else works",
+                type(e).__name__,
+                e,
+            )
+            return None
+        self.host = host
+        self._announce()
+        for callback in self.on_ready:
+            _call(callback, host)
+        return host
+
+    async def _started_host(self) -> ChannelHost:
         # Imported here, on the event loop's thread: importing in another thread races
         # with imports of the same packages elsewhere (claude-agent-sdk imports mcp too),
         # and Python's import locks then fail one of them.
@@ -92,10 +115,6 @@ class _Shared:
         except BaseException:
             await host.aclose()
             raise
-        self.host = host
-        self._announce()
-        for callback in self.on_ready:
-            _call(callback, host)
         return host
 
     def want_announcement(self, front_end: str) -> None:
@@ -119,11 +138,15 @@ class _Shared:
         """Stop the endpoint (bounded); a close that is itself cancelled (a background's
         entrypoint cancelled as it leaves its ``async with``) still stops it, then lets
         the cancellation on."""
-        closing = asyncio.ensure_future(self._close())
+        if self._closing is None:
+            self._closing = self._tasks.create_task(
+                self._close(), name="backline MCP endpoint close"
+            )
+        closing = self._closing
         try:
             await asyncio.shield(closing)
         except asyncio.CancelledError:
-            await asyncio.wait([closing], timeout=CLOSE_BOUND)
+            await done_within(closing, CLOSE_BOUND)
             raise
 
     async def _close(self) -> None:
@@ -132,9 +155,10 @@ class _Shared:
             withdraw(self.announcement)
         if not self.task.done():
             self.task.cancel()
-        await asyncio.wait([self.task], timeout=STOP_TIMEOUT)  # its failure is logged
+        await done_within(self.task, STOP_TIMEOUT)  # a failure to start was logged
         if self.host is not None:
             await self.host.aclose()
+        await self._tasks.aclose()  # a start that ignored its cancellation (never this close)
 
 
 def _call(callback: Callable[[ChannelHost], None], host: ChannelHost) -> None:
@@ -142,19 +166,6 @@ def _call(callback: Callable[[ChannelHost], None], host: ChannelHost) -> None:
         callback(host)
     except Exception:
         logger.exception("an on_ready callback of the MCP endpoint raised")
-
-
-def _consume_failure(task: asyncio.Task[Any]) -> None:
-    if task.cancelled():
-        return
-    error = task.exception()
-    if error is not None:
-        logger.warning(
-            "the MCP voice-channel endpoint did not start (%s: %s): agents cannot connect "
-            "over MCP; everything else works",
-            type(error).__name__,
-            error,
-        )
 
 
 def _port_from_env() -> int:
@@ -186,9 +197,10 @@ class Hosting:
     async def host(self) -> ChannelHost:
         """The running endpoint (waits, bounded, until it serves). Raises
         ``RuntimeError`` saying why when it could not start."""
-        task = self._shared.task
+        shared = self._shared
+        task = shared.task
         try:
-            return await asyncio.wait_for(asyncio.shield(task), START_TIMEOUT)
+            host = await asyncio.wait_for(asyncio.shield(task), START_TIMEOUT)
         except TimeoutError:
             raise RuntimeError(
                 f"the MCP endpoint did not start within {START_TIMEOUT:g} s"
@@ -197,8 +209,10 @@ class Hosting:
             if task.cancelled():
                 raise RuntimeError("the MCP endpoint was stopped") from None
             raise
-        except Exception as e:
+        if host is None:
+            e = shared.failure
             raise RuntimeError(f"the MCP endpoint did not start: {type(e).__name__}: {e}") from e
+        return host
 
     async def endpoint(self, ctx: BackgroundContext) -> Endpoint:
         """The URL and token that reach ``ctx``'s voice channel (its own session's path)."""

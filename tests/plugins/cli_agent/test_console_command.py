@@ -15,7 +15,7 @@ import pexpect
 import pytest
 from backline_cli_agent import AGENT_GUIDANCE
 
-from backline.cli import DEFAULT_INSTRUCTIONS
+from backline.app import DEFAULT_INSTRUCTIONS
 from backline.testing import fake_anthropic as fa
 from tests.mcp.claude_cli import CLI, cli_env, requires_cli
 

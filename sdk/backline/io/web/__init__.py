@@ -14,11 +14,11 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from ...http_host import is_loopback
 from ._command import build_web_command
 from .protocol import PROTOCOL_VERSION, SUBPROTOCOL
 
 if TYPE_CHECKING:
-    from ._access import is_loopback
     from .server import TabFactory, WebServer, serve_web
 
 __all__ = [
@@ -31,7 +31,7 @@ __all__ = [
     "serve_web",
 ]
 
-_SERVER_NAMES = frozenset({"TabFactory", "WebServer", "is_loopback", "serve_web"})
+_SERVER_NAMES = frozenset({"TabFactory", "WebServer", "serve_web"})
 
 
 def __getattr__(name: str) -> Any:

@@ -24,7 +24,6 @@ warning is logged.
 
 from __future__ import annotations
 
-import ipaddress
 import itertools
 import logging
 import secrets
@@ -39,6 +38,7 @@ from starlette.datastructures import Headers
 from starlette.responses import PlainTextResponse
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from ...http_host import WILDCARD_HOSTS, hostname_of, is_ip_address, is_loopback
 from ...limits import DEFAULT_LIMITS, Limits
 
 logger = logging.getLogger("backline")
@@ -46,19 +46,8 @@ logger = logging.getLogger("backline")
 GRANT_SCOPE_KEY = "backline.grant"
 """Where the gate leaves the grant a request came in with (``scope[GRANT_SCOPE_KEY]``)."""
 TOKEN_GRANT = "token"
-WILDCARD_HOSTS = frozenset({"", "0.0.0.0", "::"})
 SIGN_IN_PATH = "/"
 HEADERS = {"Cache-Control": "no-store", "Referrer-Policy": "no-referrer"}
-
-
-def is_loopback(host: str) -> bool:
-    """Whether ``host`` names only this machine (``localhost``, 127.0.0.0/8, ``::1``)."""
-    if host.lower() == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host.strip("[]")).is_loopback
-    except ValueError:
-        return False
 
 
 def check_token(token: str | None, limits: Limits = DEFAULT_LIMITS) -> None:
@@ -69,23 +58,6 @@ def check_token(token: str | None, limits: Limits = DEFAULT_LIMITS) -> None:
             f"(got {len(token)}): it is the page's only password. Leave it out for a random "
             "one, or make one with `python -c 'import secrets; print(secrets.token_urlsafe(24))'`"
         )
-
-
-def _is_ip(host: str) -> bool:
-    try:
-        ipaddress.ip_address(host.strip("[]"))
-    except ValueError:
-        return False
-    return True
-
-
-def hostname_of(netloc: str) -> str:
-    """``host`` of ``host:port`` / ``[v6]:port`` (lower case, brackets kept off)."""
-    try:
-        name = urlsplit(f"//{netloc}").hostname
-    except ValueError:
-        return ""
-    return (name or "").lower()
 
 
 @dataclass(frozen=True)
@@ -134,7 +106,7 @@ class Access:
         if is_loopback(host) or host in self.allow_hosts:
             return True
         if self.bind_host in WILDCARD_HOSTS:
-            return _is_ip(host)
+            return is_ip_address(host)
         return host == self.bind_host.lower().strip("[]")
 
     def origin_allowed(self, origin: str | None, host_header: str) -> bool:

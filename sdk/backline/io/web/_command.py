@@ -1,16 +1,22 @@
-"""``backline web``: the click command, built from the CLI's shared session options."""
+"""``backline web``: the click command, a front end of ``backline.app``."""
 
 from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeAlias
 
 import click
+
+from ...app import SessionOptions, hosting_voice_channel, plugin_manager, prepare_session
+from ...app import session_options as session_options_decorator
 
 if TYPE_CHECKING:
     from ...session import Session
     from ...voice.agent import Agent
+
+SessionBuilder: TypeAlias = Callable[[SessionOptions], "tuple[Session[Any], Agent]"]
+"""Builds one unstarted session and its agent from the session options."""
 
 WEB_HELP = """Talk to the voice agent in your browser, by voice or text.
 
@@ -33,19 +39,20 @@ def _check_token(ctx: click.Context, param: click.Parameter, value: str | None) 
 
 
 def build_web_command(
-    session_options: Callable[[Callable[..., Any]], Callable[..., Any]],
-    build_session: Callable[[Any], tuple[Session[Any], Agent]],
-    *,
-    name: str = "web",
+    name: str = "web", *, build_session: SessionBuilder | None = None
 ) -> click.Command:
-    """The ``web`` command.
+    """The ``web`` command: the session options of ``backline.app`` and the server's own.
 
-    ``session_options`` is the CLI's decorator that adds ``--background``,
-    ``--llm``, ``--instructions``, ``--agent`` ... and passes ``session_options=``
-    to the command; ``build_session(options)`` builds one unstarted session and its
-    agent from them (it is called once at start, so bad options fail before the
-    server starts, then once for every new tab).
+    ``build_session(options)`` builds one unstarted session and its agent (default:
+    ``backline.app.prepare_session`` with the command's plugin manager); it is
+    called once at start, so bad options fail before the server starts, then once
+    for every new tab.
     """
+
+    def default_build(options: SessionOptions) -> tuple[Session[Any], Agent]:
+        return prepare_session(plugin_manager(), options)
+
+    build = build_session or default_build
 
     @click.command(name, help=WEB_HELP)
     @click.option(
@@ -89,9 +96,9 @@ def build_web_command(
         default=None,
         help="How many conversations (tabs) may run at once (default: 8).",
     )
-    @session_options
+    @session_options_decorator
     def web(
-        session_options: Any,
+        session_options: SessionOptions,
         host: str,
         allow_hosts: tuple[str, ...],
         port: int,
@@ -99,13 +106,12 @@ def build_web_command(
         token: str | None,
         max_tabs: int | None,
     ) -> None:
-        from ...cli import hosting_voice_channel
         from .server import DEFAULT_MAX_TABS, serve_web
 
-        first = [build_session(session_options)]  # bad options fail here, before serving
+        first = [build(session_options)]  # bad options fail here, before serving
 
         def factory() -> tuple[Session[Any], Agent]:
-            return first.pop() if first else build_session(session_options)
+            return first.pop() if first else build(session_options)
 
         async def main() -> None:
             # The hook that serves the voice channel to MCP agents while the server runs.

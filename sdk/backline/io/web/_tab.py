@@ -20,7 +20,7 @@ from starlette.websockets import WebSocket, WebSocketDisconnect
 from ..._queue import BoundedQueue, QueueFull
 from ...limits import DEFAULT_LIMITS, Limits
 from ...llm.chat_context import AgentHandoff, ChatMessage, FunctionCall
-from ...tasks import cancel_and_wait, first_completed
+from ...tasks import TaskScope, cancel_and_wait, done_within, first_completed
 from .._diagnostics import describe_error
 from .._view import preview_state, shorten, summarize_state
 from . import protocol
@@ -122,6 +122,7 @@ class WebTab:
             max_items=limits.max_web_queue_messages, max_cost=limits.max_web_queue_bytes, cost=_size
         )
         self._ended: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        self._tasks = TaskScope(f"web tab {tab_id}")  # the writer and the reader
         self._sources: dict[str, str] = {}
         self._background_of: dict[str, str] = {}
         self.output = WebOutput(self._send, self._describe)
@@ -290,7 +291,7 @@ class WebTab:
     # -- page → session -----------------------------------------------------------------------
     async def run(self) -> None:
         """Serve the tab until the page goes away; always closes the session (bounded)."""
-        writer = asyncio.create_task(self._write_loop(), name=f"web tab {self.id} writer")
+        writer = self._tasks.create_task(self._write_loop(), name=f"web tab {self.id} writer")
         try:
             self._send(self.hello())
             try:
@@ -306,18 +307,27 @@ class WebTab:
             self.output.disconnected()
             await self.close_session()
             self._enqueue(_SESSION_ENDED)  # flush what is queued, if the page is there
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(writer, WRITER_DRAIN_TIMEOUT)
+            await done_within(writer, WRITER_DRAIN_TIMEOUT)
+            await self._tasks.aclose()  # a writer still blocked on the page is cancelled
 
     async def _read_until_done(self) -> None:
         """Read until the page goes away, or until the server ends the tab."""
-        reader = asyncio.create_task(self._read_loop(), name=f"web tab {self.id} reader")
+        reader = self._tasks.create_task(self._read(), name=f"web tab {self.id} reader")
         try:
             await first_completed(reader, self._ended)
         finally:
             await cancel_and_wait([reader], owner=f"web tab {self.id}")
-        if reader.done() and not reader.cancelled():
-            reader.result()  # what broke the read loop, if anything
+        error = reader.result() if reader.done() and not reader.cancelled() else None
+        if error is not None:
+            raise error  # what broke the read loop
+
+    async def _read(self) -> Exception | None:
+        # What breaks the read loop is handed to ``run``'s caller (not logged by the scope).
+        try:
+            await self._read_loop()
+        except Exception as e:
+            return e
+        return None
 
     async def close_session(self) -> None:
         """Close this tab's session; bounded, idempotent."""

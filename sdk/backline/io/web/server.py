@@ -1,6 +1,6 @@
-"""The web front end's server: the page, its assets and one WebSocket per tab (Starlette on
-uvicorn), behind an access gate (``_access``: Host and Origin checks, the access token,
-sign-in codes and cookies).
+"""The web front end's server: the page, its assets and one WebSocket per tab (Starlette,
+served by ``backline.http_host``), behind an access gate (``_access``: Host and Origin
+checks, the access token, sign-in codes and cookies).
 
 ``WebServer`` is the server as an async context manager (tests, embedding);
 ``serve_web`` runs one until Ctrl-C, printing the URL as notebook servers do.
@@ -16,15 +16,13 @@ import itertools
 import logging
 import secrets
 import signal
-import socket
 import sys
 import webbrowser
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
+from collections.abc import Awaitable, Callable, Iterable
 from importlib import resources
 from typing import TYPE_CHECKING, Any, TextIO, TypeAlias
 from urllib.parse import quote
 
-import uvicorn
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import PlainTextResponse, Response
@@ -32,9 +30,10 @@ from starlette.routing import Route, WebSocketRoute
 from starlette.types import ASGIApp
 from starlette.websockets import WebSocket
 
+from ...http_host import WILDCARD_HOSTS, HttpHost, is_loopback
 from ...limits import DEFAULT_LIMITS, Limits
 from . import protocol
-from ._access import WILDCARD_HOSTS, Access, AccessGate, check_token, grant_of, is_loopback
+from ._access import Access, AccessGate, check_token, grant_of
 from ._tab import CLOSE_TIMEOUT, WebTab
 
 if TYPE_CHECKING:
@@ -66,14 +65,9 @@ SECURITY_HEADERS = {
 }
 CLOSE_SIGNED_OUT = 4003
 """The close code of a tab whose sign-in was revoked (its sign-in link was used twice)."""
-
-
-class _QuietServer(uvicorn.Server):
-    """uvicorn without its own signal handling: ``serve_web`` owns Ctrl-C."""
-
-    @contextlib.contextmanager
-    def capture_signals(self) -> Any:
-        yield
+STOP_TIMEOUT = CLOSE_TIMEOUT + 5
+"""How long stopping waits for the tabs' handlers (each closes its session, bounded by
+``CLOSE_TIMEOUT``) before the server is forced down."""
 
 
 class WebServer:
@@ -108,38 +102,36 @@ class WebServer:
         self.max_tabs = max_tabs
         self.limits = limits
         self.access = Access(self.token, bind_host=host, allow_hosts=allow_hosts, limits=limits)
+        self.access.port = port or None  # a free port is known once bound
         self.access.on_revoke = self._signed_out
         self._factory = factory
-        self._requested_port = port
-        self._port: int | None = None
         self._tabs: set[WebTab] = set()
         self._slots = 0
         self._ids = itertools.count(1)
         self._stopping = False
-        self._started = asyncio.Event()
-        self._server: _QuietServer | None = None
-        self._task: asyncio.Task[None] | None = None
         self._page = _read_static("index.html")
         self.app: ASGIApp = AccessGate(self._build_app(), self.access, SECURITY_HEADERS)
+        self._http = HttpHost(
+            self.app,
+            host=host,
+            port=port,
+            name="the web server",
+            stop_timeout=STOP_TIMEOUT,
+            after_stop=self._close_tabs,
+            after_stop_timeout=CLOSE_TIMEOUT + 2,
+            ws="websockets-sansio",
+            ws_max_size=limits.max_web_message_bytes,
+        )
 
     # -- public state ---------------------------------------------------------------------------
     @property
     def port(self) -> int:
-        if self._port is None:
-            raise RuntimeError("the server is not running")
-        return self._port
+        return self._http.port
 
     @property
     def base_url(self) -> str:
         """``http://HOST:PORT`` (for a wildcard host, the loopback address)."""
-        host = self.host
-        if host in ("", "0.0.0.0"):
-            host = "127.0.0.1"
-        elif host == "::":
-            host = "::1"
-        if ":" in host and not host.startswith("["):
-            host = f"[{host}]"
-        return f"http://{host}:{self.port}"
+        return self._http.base_url
 
     @property
     def url(self) -> str:
@@ -167,74 +159,32 @@ class WebServer:
 
     async def start(self) -> None:
         """Bind the socket and start serving (returns once requests are accepted)."""
-        if self._task is not None:
-            raise RuntimeError("the server was already started")
-        sock = _bind(self.host, self._requested_port)
-        self._port = sock.getsockname()[1]
-        self.access.port = self._port
-        config = uvicorn.Config(
-            self.app,
-            log_level="warning",
-            access_log=False,  # the URLs carry the token
-            ws="websockets-sansio",
-            ws_max_size=self.limits.max_web_message_bytes,
-            lifespan="on",
-            timeout_graceful_shutdown=int(CLOSE_TIMEOUT) + 2,
-        )
-        self._server = _QuietServer(config)
-        self._task = asyncio.create_task(self._server.serve(sockets=[sock]), name="backline web")
-        started = asyncio.ensure_future(self._started.wait())
-        await asyncio.wait({started, self._task}, return_when=asyncio.FIRST_COMPLETED)
-        if not started.done():
-            started.cancel()
-            sock.close()
-            await self._task  # raises what stopped it
-            raise RuntimeError("the web server stopped while starting")
+        await self._http.start()
+        self.access.port = self._http.port
 
     async def wait(self, stop: asyncio.Event) -> None:
         """Serve until ``stop`` is set (or the server fails, which raises)."""
-        if self._task is None:
-            raise RuntimeError("the server is not running")
-        stopped = asyncio.ensure_future(stop.wait())
-        try:
-            await asyncio.wait({stopped, self._task}, return_when=asyncio.FIRST_COMPLETED)
-        finally:
-            stopped.cancel()
-        if self._task.done():
-            self._task.result()
+        await self._http.wait(stop)
 
     async def aclose(self) -> None:
-        """Stop accepting, close every tab's session (bounded) and stop the server."""
+        """Stop accepting, close every tab's session (bounded) and stop the server; a
+        close that is itself cancelled still does, then lets the cancellation on."""
         self._stopping = True
-        if self._server is not None and self._task is not None:
-            self._server.should_exit = True
-            try:
-                await asyncio.wait_for(asyncio.shield(self._task), CLOSE_TIMEOUT + 5)
-            except TimeoutError:
-                self._server.force_exit = True
-                self._task.cancel()
-                with contextlib.suppress(asyncio.CancelledError):
-                    await self._task
-            except Exception:
-                logger.exception("web: the server failed")
+        await self._http.aclose()
+
+    async def _close_tabs(self) -> None:
         # Tabs whose handlers uvicorn cancelled still own sessions.
         tabs, self._tabs = list(self._tabs), set()
         await asyncio.gather(*(tab.close_session() for tab in tabs))
 
     # -- the app --------------------------------------------------------------------------------
     def _build_app(self) -> Starlette:
-        @contextlib.asynccontextmanager
-        async def lifespan(app: Starlette) -> AsyncIterator[None]:
-            self._started.set()
-            yield
-
         return Starlette(
             routes=[
                 Route("/", self._index),
                 Route("/static/{name}", self._static),
                 WebSocketRoute("/ws", self._tab),
-            ],
-            lifespan=lifespan,
+            ]
         )
 
     async def _index(self, request: Request) -> Response:
@@ -314,21 +264,6 @@ async def _refuse(websocket: WebSocket, message: str, *, code: int) -> None:
 @functools.cache
 def _read_static(name: str) -> bytes:
     return resources.files(__package__).joinpath("static", name).read_bytes()
-
-
-def _bind(host: str, port: int) -> socket.socket:
-    infos = socket.getaddrinfo(host or None, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)
-    family, kind, proto, _, address = infos[0]
-    sock = socket.socket(family, kind, proto)
-    try:
-        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        sock.bind(address)
-        sock.listen(128)
-        sock.setblocking(False)
-    except BaseException:
-        sock.close()
-        raise
-    return sock
 
 
 async def serve_web(
