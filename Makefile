@@ -52,6 +52,7 @@ lint: $(STAMP)
 	$(BIN)/mypy --strict plugins/deep_research/backline_deep_research
 	$(BIN)/mypy --strict plugins/livekit/backline_livekit
 	$(BIN)/mypy --strict plugins/openai/backline_openai
+	PYTHONPATH=. $(BIN)/lint-imports
 
 # Every bench/*.py in turn (not _common.py), then bench/report.py: one summary of the
 # targets and figures this run wrote (--since: files older than the run are not read).

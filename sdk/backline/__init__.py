@@ -72,7 +72,7 @@ if TYPE_CHECKING:
     from .mcp import MCPServerHTTP, MCPServerStdio
     from .plugins import hookimpl
 
-__version__ = "0.1.0"
+from ._version import __version__
 
 
 def __getattr__(name: str) -> Any:

@@ -22,11 +22,11 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from . import __version__, app
+from . import app
 from ._keys_command import keys_group
 from ._logs_command import logs_group
-from .plugins import PluginError, PluginManager
-from .plugins._options import attach_options, is_front_end
+from ._version import __version__
+from .plugins import PluginError, PluginManager, attach_options, is_front_end
 
 if TYPE_CHECKING:
     from .plugins import PluginInfo
@@ -174,7 +174,7 @@ def _pip(args: Sequence[str]) -> None:
 )
 def new_plugin(name: str, directory: str) -> None:
     """Write a new plugin package NAME (a background session, a test, a README)."""
-    from .plugins._scaffold import create_plugin
+    from .plugins import create_plugin
 
     try:
         root, files = create_plugin(name, directory)

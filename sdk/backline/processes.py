@@ -21,6 +21,8 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, Protocol
 
+from .tasks import TaskScope
+
 __all__ = ["STOP_STEP_TIMEOUT", "StoppableProcess", "spawn", "stop_process"]
 
 STOP_STEP_TIMEOUT = 2.0
@@ -92,7 +94,11 @@ async def stop_process(
     ``spawn`` makes it). Cancellation of the caller is held off until the process
     is gone, then re-raised: a close that is itself cancelled still stops it.
     """
-    task = asyncio.ensure_future(_stop(process, interrupt_first, step_timeout, group))
+    # The stop runs in a task of its own (a scope of this call: awaited below in every
+    # case), so a cancellation of the caller cannot cut it short.
+    task = TaskScope("stop process").create_task(
+        _stop(process, interrupt_first, step_timeout, group), name="stop process"
+    )
     try:
         return await asyncio.shield(task)
     except asyncio.CancelledError:

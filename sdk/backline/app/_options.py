@@ -17,7 +17,7 @@ from typing import Any, TypeVar
 
 import click
 
-from ..plugins._options import FRONT_END_MARK
+from ..plugins import FRONT_END_MARK
 
 F = TypeVar("F", bound=Callable[..., Any])
 

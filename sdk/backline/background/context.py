@@ -7,7 +7,6 @@ from collections.abc import AsyncGenerator, Awaitable, Callable
 from typing import TYPE_CHECKING, Any, Final
 
 if TYPE_CHECKING:
-    from ..voice.session import Session
     from .runtime import BackgroundRuntime
 
 
@@ -58,7 +57,8 @@ class BackgroundContext:
         return self._runtime.definition.description
 
     @property
-    def session(self) -> Session[Any]:
+    def session(self) -> Any:
+        """The ``backline.Session`` this background runs in."""
         return self._runtime.session
 
     @property

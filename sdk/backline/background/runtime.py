@@ -20,7 +20,7 @@ from collections.abc import (
     Mapping,
     Sequence,
 )
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from ..limits import truncate_text
 from ..llm.chat_context import ChatMessage, new_id
@@ -28,7 +28,7 @@ from ..llm.tool_output import json_snapshot
 from ..llm.tools import FunctionTool
 from ..tasks import Signal, TaskScope
 from ..voice.events import BackgroundMessage, BackgroundReply, BackgroundState, BackgroundStatus
-from ..voice.reply_scheduler import Pending, SchedulerClosed
+from ..voice.parts import PartHost, Pending, SchedulerClosed
 from ._grace import GraceWindow
 from .context import UNSET, BackgroundContext
 from .definition import (
@@ -39,9 +39,6 @@ from .definition import (
     validate_handling,
 )
 from .tools import RESERVED_TOOL_NAMES, make_tools
-
-if TYPE_CHECKING:
-    from ..voice.session import Session
 
 logger = logging.getLogger("backline")
 
@@ -54,7 +51,7 @@ class BackgroundRuntime:
     """One running background session: inbox, context, scheduler, state, entrypoint task."""
 
     def __init__(
-        self, manager: BackgroundManager, session: Session[Any], definition: BackgroundDefinition
+        self, manager: BackgroundManager, session: PartHost, definition: BackgroundDefinition
     ) -> None:
         self.manager = manager
         self.session = session
@@ -344,7 +341,7 @@ class BackgroundManager:
         dupes = sorted({i for i in ids if ids.count(i) > 1})
         if dupes:
             raise ValueError(f"duplicate background session id(s): {', '.join(dupes)}")
-        self._session: Session[Any] | None = None
+        self._session: PartHost | None = None
         self.definitions = defs
         self._handling = validate_handling(handling, where="Session(handling=...)")
         self.scope = TaskScope("background sessions")
@@ -353,7 +350,7 @@ class BackgroundManager:
         self.tools: list[FunctionTool] = make_tools(self)
 
     @property
-    def session(self) -> Session[Any]:
+    def session(self) -> PartHost:
         """The session it runs in (once started)."""
         if self._session is None:
             raise RuntimeError("the background sessions have not started")
@@ -396,7 +393,7 @@ class BackgroundManager:
         return rt.ctx
 
     # -- the session part ---------------------------------------------------------------
-    async def start(self, session: Session[Any], taken: Collection[str] = ()) -> None:
+    async def start(self, session: PartHost, taken: Collection[str] = ()) -> None:
         """Build fresh runtimes and start every entrypoint (each runs to its first
         suspension point before this returns)."""
         self._session = session
@@ -423,7 +420,7 @@ class BackgroundManager:
                 rt._set_status("closed")
 
 
-def background_of(session: Session[Any]) -> BackgroundManager | None:
+def background_of(session: PartHost) -> BackgroundManager | None:
     """The background sessions of ``session`` (its ``BackgroundManager`` part), if any."""
     for part in session.parts:
         if isinstance(part, BackgroundManager):

@@ -30,6 +30,7 @@ from .llm import (
     TextDelta,
     ToolCallChunk,
     Usage,
+    llm_label,
 )
 from .realtime import RealtimeSession
 from .tool_output import (
@@ -129,6 +130,7 @@ __all__ = [
     "is_valid_tool_output",
     "item_to_dict",
     "json_snapshot",
+    "llm_label",
     "named_tool",
     "pair_tool_calls",
     "render_tool_output",

@@ -118,3 +118,10 @@ class LLM(Protocol):
         tools: Sequence[FunctionTool] = (),
         tool_choice: ToolChoice | None = None,
     ) -> LLMStream: ...
+
+
+def llm_label(llm: LLM) -> tuple[str, str | None]:
+    """A readable name for ``llm``: its class name, and its model (its ``model``
+    attribute, when it has one)."""
+    model = getattr(llm, "model", None)
+    return type(llm).__name__, model if isinstance(model, str) else None

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 from ..background.runtime import background_of
 from ..limits import truncate_text
 from ..llm.chat_context import AgentHandoff, ChatMessage, FunctionCall, FunctionCallOutput
-from ..voice._metrics import llm_label
+from ..llm.llm import llm_label
 from ..voice.events import ErrorEvent
 from . import _schema
 from ._store import ConversationLog
@@ -103,7 +103,7 @@ class SessionRecorder:
         return truncate_text(text, self._limit, what)[0]
 
     def _open_row(self) -> None:
-        from .. import __version__
+        from .._version import __version__
 
         self.session_id = sid = uuid.uuid4().hex[:12]
         meta = self._meta

@@ -20,15 +20,13 @@ import logging
 import re
 import tempfile
 from collections.abc import Callable, Collection, Coroutine, Mapping, Sequence
-from typing import TYPE_CHECKING, Any, TextIO
+from typing import Any, TextIO
 
 from ..limits import DEFAULT_LIMITS, Limits
 from ..llm.tools import FunctionTool, ToolError
 from ..tasks import TaskScope
+from ..voice.parts import PartHost
 from ._config import MCPServerConfig, MCPServerHTTP, MCPServerStdio, check_servers
-
-if TYPE_CHECKING:
-    from ..voice.session import Session
 
 logger = logging.getLogger("backline.mcp")
 
@@ -64,7 +62,7 @@ class McpToolset:
 
     def __init__(self, servers: Sequence[MCPServerConfig], *, owner: str) -> None:
         self.owner = owner
-        self._session: Session[Any] | None = None
+        self._session: PartHost | None = None
         self._servers = [_Server(self, config) for config in servers]
         self._taken: frozenset[str] = frozenset()
         self._scope = TaskScope(f"{owner} MCP servers")
@@ -82,7 +80,7 @@ class McpToolset:
     def reserved_names(self) -> Mapping[str, str]:
         return {}
 
-    async def start(self, session: Session[Any] | None = None, taken: Collection[str] = ()) -> None:
+    async def start(self, session: PartHost | None = None, taken: Collection[str] = ()) -> None:
         if self.started:
             return
         self._session = session

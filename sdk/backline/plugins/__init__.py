@@ -34,8 +34,9 @@ if TYPE_CHECKING:
     from ._info import PluginInfo, PluginStatus
     from ._kinds import RegisterHookspecs, RegistrationKind
     from ._manager import PluginManager
-    from ._options import OptionEntry
+    from ._options import FRONT_END_MARK, OptionEntry, attach_options, is_front_end
     from ._registry import RESERVED_OWNER, Clash
+    from ._scaffold import create_plugin
 
 _LAZY = {
     "BUILTIN_PLUGINS": "._discovery",
@@ -55,6 +56,10 @@ _LAZY = {
     "RegisterOption": "._core_kinds",
     "RegisterTool": "._core_kinds",
     "OptionEntry": "._options",
+    "FRONT_END_MARK": "._options",
+    "attach_options": "._options",
+    "is_front_end": "._options",
+    "create_plugin": "._scaffold",
     "PluginInfo": "._info",
     "PluginStatus": "._info",
     "RegisterHookspecs": "._kinds",
@@ -67,6 +72,7 @@ __all__ = [
     "ENV_ALLOW",
     "ENV_DENY",
     "ENV_STRICT",
+    "FRONT_END_MARK",
     "OBSERVER_HOOKS",
     "PROJECT_NAME",
     "REGISTRATION_HOOKS",
@@ -86,8 +92,11 @@ __all__ = [
     "RegisterTool",
     "RegistrationKind",
     "UnknownNameError",
+    "attach_options",
+    "create_plugin",
     "hookimpl",
     "hookspec",
+    "is_front_end",
 ]
 
 

@@ -83,7 +83,7 @@ class Selection:
 
 
 def builtin_candidates() -> list[Candidate]:
-    from .. import __version__
+    from .._version import __version__
 
     return [
         Candidate(

@@ -59,7 +59,7 @@ def plugin_names(name: str) -> PluginNames:
     function = short.replace("-", "_")
     if keyword.iskeyword(function):
         function += "_session"
-    from .. import __version__
+    from .._version import __version__
 
     major, minor = __version__.split(".")[:2]
     return PluginNames(

@@ -16,7 +16,6 @@ from .events import (
     EventName,
     FunctionToolsExecuted,
     LLMMetrics,
-    ReplyStatus,
     SpeechCreated,
     ToolReply,
     ToolUpdated,
@@ -25,7 +24,7 @@ from .events import (
 )
 from .io import InMemoryTextOutput, PlayoutResult, TextOutput
 from .observers import SessionObserver, add_session_observer, remove_session_observer
-from .parts import SessionPart
+from .parts import ReplyStatus, SessionPart
 from .run_context import RunContext
 from .run_result import (
     AgentHandoffRunEvent,

@@ -12,15 +12,15 @@ from typing import TYPE_CHECKING, Any
 
 from ..llm.chat_context import ChatItem, ChatMessage
 from ..llm.llm import LLM
-from ..llm.tools import FunctionTool, ToolChoice
+from ..llm.tools import FunctionTool, ToolError
 from ..tasks import CancelWhenDone, TaskScope, done_within, emptied, first_completed
-from . import _replies
 from ._context import current_call, current_on_enter
-from .agent import Agent
+from ._tool_runner import ToolRunner
+from .agent import Agent, AgentTask
 from .events import ErrorEvent
 from .io import PlayoutResult, TextOutput
 from .parts import close_part
-from .speech_handle import PRIORITY_NORMAL, SpeechHandle
+from .speech_handle import SpeechHandle
 
 if TYPE_CHECKING:
     from ._runtime import Runtime
@@ -38,9 +38,10 @@ _seq = itertools.count()
 class AgentActivity:
     """One agent while it runs. Owns its speeches' tasks; the session owns the activity."""
 
-    def __init__(self, session: Runtime, agent: Agent) -> None:
+    def __init__(self, session: Runtime, agent: Agent, runner: ToolRunner) -> None:
         self.session = session
         self.agent = agent
+        self.runner = runner  # the session's: every tool call of this agent's replies
         self._scope = TaskScope(f"activity {agent.label}")
         self._queue: list[tuple[int, int, SpeechHandle, SpeechWork]] = []
         self._current: SpeechHandle | None = None
@@ -53,6 +54,7 @@ class AgentActivity:
         self.drain_exempt: dict[asyncio.Task[Any], SpeechHandle | None] = {}
         self._realtime_listener: Callable[[bool], None] | None = None
         self.entering = False  # on_enter is running
+        self.handoff: Agent | None = None  # the current speech's tools handed off to it
         self._loop_task: asyncio.Task[None] | None = None  # every speech runs in it
         self._guard: CancelWhenDone | None = None  # its model streams' (one at a time)
         # (the agent's list and the session's tools version the map was built from,
@@ -64,6 +66,15 @@ class AgentActivity:
 
     def __repr__(self) -> str:
         return f"AgentActivity({self.agent.label})"
+
+    @property
+    def public_session(self) -> Any:
+        """The ``backline.Session`` (what ``Agent.session`` gives)."""
+        return self.session._public
+
+    def changed(self) -> None:
+        """Something the derived state reads changed (an ``AgentTask`` completed)."""
+        self.session._refresh()
 
     @property
     def pause_slot(self) -> asyncio.Lock:
@@ -187,6 +198,57 @@ class AgentActivity:
             rt is not None and self._realtime_listener is not None and rt.background_work_running
         )
 
+    # -- inline tasks -------------------------------------------------------------
+    async def run_inline(self, task: AgentTask[Any], speech: SpeechHandle | None) -> Any:
+        """``await task`` inside a tool of ``speech`` (or inside ``on_enter``): pause this
+        agent, run the task as the current agent until it completes, hand back.
+
+        Pausing an activity is a single slot (``pause_slot``), so the inline tasks of
+        one turn's parallel tool calls queue for it (FIFO) and take it in turn:
+
+        1. before the queue, take a *counted* interruption hold on the shared speech
+           (releasing per task would let one task's conversation interrupt the speech
+           the others wait on);
+        2. before the queue, register as exempt from drain, and again once the slot is
+           acquired (nothing may leave a queued task exposed to a drain);
+        3. once the slot is acquired, check again that the activity is open and the
+           speech was not interrupted (a forced interrupt bypasses the hold), and only
+           then stop the run from watching the blocked speech.
+
+        A nested task pauses a different activity (the task's own), so it never queues
+        behind its parent.
+        """
+        task._awaited = True
+        session = self.session
+        me = asyncio.current_task()
+        assert me is not None
+        if speech is not None:
+            if speech.interrupted:
+                raise RuntimeError("the speech that awaited the inline task is interrupted")
+            speech._hold_interruptions()
+        self.drain_exempt[me] = speech
+        try:
+            async with self.pause_slot:
+                self.drain_exempt[me] = speech  # a resume must never leave us exposed
+                if self._closed or session._closing:
+                    raise ToolError(f"cannot start {task.label}: {self.agent.label} is closing")
+                if speech is not None and speech.interrupted:
+                    raise ToolError(
+                        f"cannot start {task.label}: the speech that awaited it was interrupted"
+                    )
+                if speech is not None:
+                    speech._block()
+                try:
+                    return await session._run_task(self, task)
+                finally:
+                    if speech is not None:
+                        speech._unblock()
+                        session._transcript.watch(speech)
+        finally:
+            self.drain_exempt.pop(me, None)
+            if speech is not None:
+                speech._release_interruptions()
+
     def pause(self) -> None:
         self._paused = True
         self.session._refresh()
@@ -279,38 +341,6 @@ class AgentActivity:
         self.session.tools_changed()
 
     # -- speeches ---------------------------------------------------------------
-    def generate(
-        self,
-        *,
-        user_input: str | None = None,
-        instructions: str | None = None,
-        tool_choice: ToolChoice | None = None,
-        allow_interruptions: bool | None = None,
-        source: str,
-        priority: int = PRIORITY_NORMAL,
-        user_turn: ChatMessage | None = None,
-    ) -> SpeechHandle:
-        """Queue a reply of this agent (``user_turn``: the user message it answers)."""
-        if allow_interruptions is None:  # (once per turn: inline)
-            allow_interruptions = self.agent._allow_interruptions
-            if allow_interruptions is None:
-                allow_interruptions = True
-        speech = SpeechHandle(
-            allow_interruptions=allow_interruptions, source=source, priority=priority
-        )
-        speech._user_turn = user_turn
-        if user_input is not None:
-            self.record([ChatMessage(role="user", content=user_input)], None)
-        if instructions is None and tool_choice is None:
-            self.schedule(speech, self.reply_work)  # (a user turn's reply)
-            return speech
-
-        async def work(sp: SpeechHandle) -> None:
-            await self.reply_work(sp, instructions=instructions, tool_choice=tool_choice)
-
-        self.schedule(speech, work)
-        return speech
-
     def say(
         self, text: str, *, allow_interruptions: bool | None, add_to_chat_ctx: bool
     ) -> SpeechHandle:
@@ -341,22 +371,24 @@ class AgentActivity:
         self._notify()
         session._refresh()
 
-    def hand_over_user_turns(self, to: AgentActivity) -> None:
-        """Replies to user turns that have not started move to ``to``, the inline
-        task that pauses this agent: the user speaks to the agent that is current,
-        and this one cannot answer until the task is done. The user message is
-        copied into ``to``'s context (the history has it already)."""
+    def take_user_turn_replies(self) -> list[SpeechHandle]:
+        """Take the replies to user turns that have not started, oldest first (an
+        inline task that pauses this agent answers them: ``requeue``)."""
         turns = sorted((q for q in self._queue if q[2]._user_turn is not None), key=lambda q: q[1])
         if not turns:
-            return
+            return []
         self._queue = [q for q in self._queue if q[2]._user_turn is None]
         heapq.heapify(self._queue)
-        for _, _, speech, _ in turns:
-            assert speech._user_turn is not None
-            to.agent._chat_ctx.insert([speech._user_turn])
-            speech._on_change = to._speech_changed
-            heapq.heappush(to._queue, (-speech.priority, next(_seq), speech, to.reply_work))
-        to._notify()
+        return [speech for _, _, speech, _ in turns]
+
+    def requeue(
+        self, speeches: list[SpeechHandle], work: Callable[[AgentActivity], SpeechWork]
+    ) -> None:
+        """Queue speeches taken from another agent, each to run ``work(self)`` here."""
+        for speech in speeches:
+            speech._on_change = self._speech_changed
+            heapq.heappush(self._queue, (-speech.priority, next(_seq), speech, work(self)))
+        self._notify()
         self.session._refresh()
 
     def _notify(self) -> None:
@@ -418,9 +450,9 @@ class AgentActivity:
                 self._current = None
                 # The handoff the speech owes is requested (or released, when closing)
                 # even if this loop is cancelled the moment the speech ends.
-                handoff, speech._handoff = speech._handoff, None
+                handoff, self.handoff = self.handoff, None
                 if handoff is not None:
-                    self.session._switches.request_handoff(self, handoff)
+                    self.session._request_handoff(self, handoff)
                 self.session._refresh()
             # Not kept while this loop waits: an idle agent holds no finished speech.
             speech = work = None  # type: ignore[assignment]
@@ -456,7 +488,9 @@ class AgentActivity:
                 return output._result
             playout, owned = output._playout_future(), False
         else:
-            playout, owned = asyncio.ensure_future(output.wait_for_playout()), True
+            # An output's own wait: a task of this wait's own (cancelled in the end).
+            scope = TaskScope("playout")
+            playout, owned = scope.create_task(output.wait_for_playout(), name="playout"), True
         interrupted = speech._interrupt_fut  # waited on directly: never cancel it
         try:
             if not playout.done():
@@ -493,8 +527,3 @@ class AgentActivity:
                 created_at=started,
             )
             self.record([msg], speech)
-
-    # -- replies (voice/_replies.py) ---------------------------------------------
-    # The work a reply's speech runs, scheduled as ``activity.reply_work``: a method
-    # of the activity, written in _replies.py with the rest of a reply.
-    reply_work = _replies.reply_work

@@ -10,10 +10,6 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable
-from typing import TYPE_CHECKING
-
-if TYPE_CHECKING:
-    from ._activity import AgentActivity
 
 
 class Hold:
@@ -23,7 +19,7 @@ class Hold:
 
     __slots__ = ("_timer", "owner")
 
-    def __init__(self, timer: AwayTimer, owner: AgentActivity | None) -> None:
+    def __init__(self, timer: AwayTimer, owner: object) -> None:
         self._timer = timer
         self.owner = owner
 
@@ -59,7 +55,7 @@ class AwayTimer:
         timeout: float | None,
         *,
         should_arm: Callable[[], bool],
-        current_owner: Callable[[], AgentActivity | None],
+        current_owner: Callable[[], object],
         fire: Callable[[], None],
     ) -> None:
         if timeout is not None and timeout <= 0:
@@ -94,7 +90,7 @@ class AwayTimer:
         current = self._current_owner()
         return sum(1 for h in self._holds if h.owner is None or h.owner is current)
 
-    def take_hold(self, owner: AgentActivity | None) -> Hold:
+    def take_hold(self, owner: object) -> Hold:
         hold = Hold(self, owner)
         if self._holds is None:
             self._holds = set()
@@ -108,7 +104,7 @@ class AwayTimer:
             self._holds.remove(hold)
             self.reevaluate()
 
-    def move_holds(self, old: AgentActivity, new: AgentActivity | None) -> None:
+    def move_holds(self, old: object, new: object) -> None:
         """Every hold ``old`` owns now belongs to ``new`` (``old`` closed for good)."""
         moved = False
         for hold in self._holds or ():

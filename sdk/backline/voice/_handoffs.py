@@ -11,16 +11,16 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from ..llm.chat_context import AgentHandoff
 from ..llm.tools import ToolError
 from ._activity import AgentActivity
+from ._replies import work_of
+from ._runtime import Runtime
+from ._tool_runner import ToolRunner
 from .agent import Agent, AgentTask
 from .events import AgentHandoffEvent, ErrorEvent
-
-if TYPE_CHECKING:
-    from ._runtime import Runtime
 
 logger = logging.getLogger("backline")
 
@@ -28,10 +28,20 @@ logger = logging.getLogger("backline")
 class Switches:
     """The switches of agents of one session (see the module doc)."""
 
-    __slots__ = ("_mutex", "_session", "activities", "current", "held", "owed", "switching")
+    __slots__ = (
+        "_mutex",
+        "_runner",
+        "_session",
+        "activities",
+        "current",
+        "held",
+        "owed",
+        "switching",
+    )
 
-    def __init__(self, session: Runtime) -> None:
+    def __init__(self, session: Runtime, runner: ToolRunner) -> None:
         self._session = session
+        self._runner = runner
         self.current: AgentActivity | None = None  # the agent the user talks to
         self.activities: list[AgentActivity] = []  # every agent running (paused ones too)
         self.switching = 0  # switches running
@@ -127,7 +137,7 @@ class Switches:
                     raise RuntimeError(
                         f"{old.agent.label} is an AgentTask: complete() it instead of handing off"
                     )
-                new = AgentActivity(session, agent)
+                new = AgentActivity(session, agent, self._runner)
                 new.check_tools(agent._tools)
                 self.switching += 1
                 try:
@@ -160,7 +170,7 @@ class Switches:
         then hand the conversation back. Called with ``parent``'s pause slot held."""
         session = self._session
         fut = task._future()
-        child = AgentActivity(session, task)
+        child = AgentActivity(session, task, self._runner)
         async with self._lock:
             if session._closing or parent.closed:
                 raise ToolError(f"cannot start {task.label}: the session is closing")
@@ -173,7 +183,7 @@ class Switches:
                     parent.resume()
                     raise ToolError(f"cannot start {task.label}: {e}") from e
                 self.make_current(child, parent)
-                parent.hand_over_user_turns(child)
+                self._hand_over_user_turns(parent, child)
                 await session._follow_switch()
             finally:
                 self.switching -= 1
@@ -210,6 +220,19 @@ class Switches:
                     self.owed -= 1
                 self.flush_held_turns()
                 session._refresh()
+
+    @staticmethod
+    def _hand_over_user_turns(parent: AgentActivity, child: AgentActivity) -> None:
+        """Replies to user turns that have not started move to ``child``, the inline
+        task that pauses ``parent``: the user speaks to the agent that is current, and
+        the paused one cannot answer until the task is done. The user message is copied
+        into the task's context (the history has it already)."""
+        speeches = parent.take_user_turn_replies()
+        if speeches:
+            for speech in speeches:
+                assert speech._user_turn is not None
+                child.agent._chat_ctx.insert([speech._user_turn])
+            child.requeue(speeches, work_of)
 
     async def _hand_back(self, parent: AgentActivity, child: AgentActivity) -> None:
         session = self._session

@@ -4,14 +4,8 @@ from __future__ import annotations
 
 from typing import Literal
 
-from ..llm.llm import LLM, Usage
+from ..llm.llm import LLM, Usage, llm_label
 from .events import LLMMetrics
-
-
-def llm_label(llm: LLM) -> tuple[str, str | None]:
-    """The LLM's class name and its model (its ``model`` attribute, when it has one)."""
-    model = getattr(llm, "model", None)
-    return type(llm).__name__, model if isinstance(model, str) else None
 
 
 def llm_metrics(

@@ -1,6 +1,7 @@
 """A reply: its model requests (each streamed in the agent's loop task, under the
 stream guard), their playout, and its tool steps, until the model answers without
-calls (or stops, fails, is interrupted, hands off)."""
+calls (or stops, fails, is interrupted, hands off). ``generate`` queues one on an
+agent; ``reply_work`` is the work its speech runs."""
 
 from __future__ import annotations
 
@@ -8,22 +9,58 @@ import asyncio
 import logging
 import time
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Literal
+from functools import partial
+from typing import Any, Literal
 
 from ..llm.chat_context import ChatItem, ChatMessage, FunctionCall, FunctionCallOutput
 from ..llm.llm import LLMStream, TextDelta, ToolCallChunk, Usage
 from ..llm.tools import FunctionTool, NamedToolChoice, ToolChoice
 from ..tasks import CancelWhenDone, cancel_and_wait
+from ._activity import AgentActivity, SpeechWork
 from ._metrics import llm_metrics
 from ._tool_runner import CANCELLED_OUTPUT, CallState, ToolOutcome, error_output
 from .agent import Agent, AgentTask
 from .events import ErrorEvent, FunctionToolsExecuted
-from .speech_handle import SpeechHandle
-
-if TYPE_CHECKING:
-    from ._activity import AgentActivity
+from .speech_handle import PRIORITY_NORMAL, SpeechHandle
 
 logger = logging.getLogger("backline")
+
+
+def generate(
+    activity: AgentActivity,
+    *,
+    user_input: str | None = None,
+    instructions: str | None = None,
+    tool_choice: ToolChoice | None = None,
+    allow_interruptions: bool | None = None,
+    source: str,
+    priority: int = PRIORITY_NORMAL,
+    user_turn: ChatMessage | None = None,
+) -> SpeechHandle:
+    """Queue a reply of ``activity``'s agent (``user_turn``: the user message it answers)."""
+    if allow_interruptions is None:  # (once per turn: inline)
+        allow_interruptions = activity.agent._allow_interruptions
+        if allow_interruptions is None:
+            allow_interruptions = True
+    speech = SpeechHandle(allow_interruptions=allow_interruptions, source=source, priority=priority)
+    speech._user_turn = user_turn
+    if user_input is not None:
+        activity.record([ChatMessage(role="user", content=user_input)], None)
+    if instructions is None and tool_choice is None:
+        # (a user turn's reply: the speech runs reply_work's own coroutine, no wrapper)
+        activity.schedule(speech, partial(reply_work, activity))
+        return speech
+
+    async def work(sp: SpeechHandle) -> None:
+        await reply_work(activity, sp, instructions=instructions, tool_choice=tool_choice)
+
+    activity.schedule(speech, work)
+    return speech
+
+
+def work_of(activity: AgentActivity) -> SpeechWork:
+    """The work of a reply taken over by ``activity`` (a user turn's, moved to it)."""
+    return partial(reply_work, activity)
 
 
 @dataclass(slots=True)
@@ -89,10 +126,10 @@ async def reply_work(
             if handoff is not None:
                 if handoffs > 1:
                     logger.warning("several tools handed off in one step; the last one wins")
-                speech._handoff = handoff
+                activity.handoff = handoff
                 # Owed from now on: the speech ends before the loop requests the
                 # handoff, and the agent must not blip to "listening" in between.
-                session._switches.owe_handoff()
+                session._owe_handoff()
                 return
             if interrupted():
                 return
@@ -211,7 +248,7 @@ async def consume(
                         if step_index >= session.max_tool_steps:
                             step.over_limit = True
                             continue
-                        runner = session._tool_runner
+                        runner = activity.runner
                         call = FunctionCall(
                             call_id=runner.unique_call_id(chunk.call_id, chunk.name),
                             name=chunk.name,

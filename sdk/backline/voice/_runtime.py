@@ -6,31 +6,29 @@ the switches between agents and the user turns are typed against ``Runtime``, no
 and change the session only by calling its methods. Only ``session.py`` writes
 the session's state. The members are the session's own (underscored: not public
 API); hot paths read plain attributes, so the interface costs nothing at run time.
+
+Everything it names lies below it (the transcript, the session's tools, the away
+timer, agents, speech handles): the collaborators that take a ``Runtime`` are
+above it, and what the session owns that they use is handed to them when they are
+made (an activity gets the tool runner; the user turns get the switches).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Coroutine
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import Any, Protocol
 
 from ..limits import Limits
 from ..llm.chat_context import ChatContext
 from ..llm.llm import LLM
 from ..llm.realtime import RealtimeSession
+from ._away import AwayTimer
+from ._session_tools import SessionTools
+from ._transcript import Transcript
+from .agent import Agent
 from .events import Event
 from .io import TextOutput
-
-if TYPE_CHECKING:
-    import asyncio
-
-    from ._activity import AgentActivity
-    from ._away import AwayTimer
-    from ._handoffs import Switches
-    from ._session_tools import SessionTools
-    from ._tool_runner import ToolRunner
-    from ._transcript import Transcript
-    from .run_result import RunResult
-    from .session import Session
+from .speech_handle import SpeechHandle
 
 
 class Runtime(Protocol):
@@ -62,11 +60,11 @@ class Runtime(Protocol):
     @property
     def _toolbox(self) -> SessionTools: ...
     @property
-    def _tool_runner(self) -> ToolRunner: ...
-    @property
-    def _switches(self) -> Switches: ...
+    def _public(self) -> Any:
+        """The ``backline.Session`` (what tools and agents are given)."""
+        ...
 
-    # -- calls ------------------------------------------------------------------------
+    # -- derived state and waits -----------------------------------------------------
     def emit(self, event: Event) -> None: ...
     def _refresh(self) -> None: ...
     async def _wait_for(
@@ -76,15 +74,28 @@ class Runtime(Protocol):
         timeout: float | None = None,
         even_when_closing: bool = False,
     ) -> bool: ...
-    def _spawn(self, coro: Coroutine[Any, Any, None], name: str) -> asyncio.Task[None]: ...
     def _is_idle(self) -> bool: ...
-    def _require_activity(self) -> AgentActivity: ...
-    async def _follow_switch(self) -> None: ...
-    def _start_user_turn(self, text: str) -> None: ...
     def _work_in_progress(self) -> bool: ...
-    def _owes_reply_for(self, run: RunResult) -> bool: ...
+    def _owes_reply_for(self, run: object) -> bool: ...
+    def _spawn(self, coro: Coroutine[Any, Any, None], name: str) -> Any: ...
     def tools_changed(self) -> None: ...
 
-    # -- what a tool or an agent is given ------------------------------------------------
-    @property
-    def _public(self) -> Session[Any]: ...
+    # -- agents and switches --------------------------------------------------------------
+    def _target_agent(self) -> Agent:
+        """The agent what is said to the session reaches now."""
+        ...
+
+    def _is_current(self, activity: object) -> bool:
+        """Whether ``activity`` is the agent the user talks to."""
+        ...
+
+    def _switching(self) -> bool:
+        """A switch of agents is running or owed."""
+        ...
+
+    def _request_handoff(self, old: Any, agent: Agent) -> None: ...
+    def _owe_handoff(self) -> None: ...
+    async def _run_task(self, parent: Any, task: Any) -> Any: ...
+    async def _follow_switch(self) -> None: ...
+    def _start_user_turn(self, text: str) -> None: ...
+    def _generate_scheduled_reply(self, *, instructions: str, source: str) -> SpeechHandle: ...

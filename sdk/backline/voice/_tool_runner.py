@@ -6,21 +6,21 @@ import asyncio
 import logging
 from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from ..limits import truncate_text
 from ..llm.chat_context import FunctionCall, FunctionCallOutput, new_id
 from ..llm.tool_output import render_tool_output
 from ..llm.tools import FunctionTool, StopResponse, ToolError
 from ..tasks import TaskScope
-from ._context import current_call
+from ._context import InlineHost, current_call
 from .agent import Agent
-from .events import ReplyStatus, ToolReply, ToolUpdated
-from .reply_scheduler import Pending, ReplyScheduler
+from .events import ToolReply, ToolUpdated
+from .parts import Pending, ReplyStatus
+from .reply_scheduler import ReplyScheduler
 from .run_context import RunContext
 
 if TYPE_CHECKING:
-    from ._activity import AgentActivity
     from ._runtime import Runtime
     from .speech_handle import SpeechHandle
 
@@ -48,6 +48,16 @@ TOOL_REPLY_MAYBE_COVERED = (
 )
 
 _NO_CALLS: frozenset[Any] = frozenset()
+
+
+class ToolOwner(InlineHost, Protocol):
+    """The agent whose speech made a call (``AgentActivity``), as the runner uses it:
+    who owns the call's away hold and deferred replies, the tools it knew."""
+
+    @property
+    def closed(self) -> bool: ...
+
+    def tool_map(self) -> dict[str, FunctionTool]: ...
 
 
 @dataclass(slots=True)
@@ -88,7 +98,7 @@ class CallState:
     def __init__(
         self,
         runner: ToolRunner,
-        activity: AgentActivity,
+        activity: ToolOwner,
         speech: SpeechHandle,
         call: FunctionCall,
         tool: FunctionTool | None,
@@ -217,7 +227,7 @@ class ToolRunner:
 
     def start(
         self,
-        activity: AgentActivity,
+        activity: ToolOwner,
         speech: SpeechHandle,
         call: FunctionCall,
         tools: dict[str, FunctionTool],

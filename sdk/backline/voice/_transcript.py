@@ -8,7 +8,7 @@ Hot paths ask ``wants(name)`` before building an event: most events reach nobody
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from ..llm.chat_context import ChatContext, ChatItem
 from .events import (
@@ -20,14 +20,21 @@ from .events import (
     EventName,
     SpeechCreated,
 )
-
-if TYPE_CHECKING:
-    from .run_result import RunResult
-    from .speech_handle import SpeechHandle
+from .speech_handle import SpeechHandle
 
 # The events a run() collects (RunResult._on_event): the others are built for it only
 # when someone listens.
 RUN_EVENTS = frozenset({"conversation_item_added", "agent_handoff", "speech_created", "error"})
+
+
+class RunCollector(Protocol):
+    """A ``session.run()`` in progress (``RunResult``): what it collects."""
+
+    def _on_event(self, event: Event) -> None: ...
+
+    def _on_item(self, item: ChatItem) -> None: ...
+
+    def _watch(self, speech: SpeechHandle) -> None: ...
 
 
 class Transcript:
@@ -39,7 +46,7 @@ class Transcript:
     def __init__(self) -> None:
         self.history = ChatContext()
         self.emitter = EventEmitter()
-        self.run: RunResult | None = None
+        self.run: RunCollector | None = None
 
     def on(self, event: EventName, callback: Callable[[Any], Any] | None = None) -> Any:
         return self.emitter.on(event, callback)

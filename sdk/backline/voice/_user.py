@@ -1,44 +1,44 @@
 """The user as the session sees them: listening, speaking or away.
 
-``UserPresence`` owns the user's state and the user-away timer (``_away``): the
+``UserPresence`` owns the user's state and the user-away timer (``away``): the
 front end's speech signals and user turns change the state; the timer, armed only
-while both the user and the agent listen and nothing holds it, sets ``away``.
+while both the user and the agent listen and nothing holds it, reports the user
+gone (``went_away``), and the session decides.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING
 
 from ._away import AwayTimer
-from .events import UserState, UserStateChanged
-
-if TYPE_CHECKING:
-    from ._runtime import Runtime
+from .events import Event, UserState, UserStateChanged
 
 
 class UserPresence:
     """The user's state and the away timer of one session (see the module doc)."""
 
-    __slots__ = ("_session", "away", "state")
+    __slots__ = ("_emit", "away", "state")
 
     def __init__(
-        self, session: Runtime, timeout: float | None, *, should_arm: Callable[[], bool]
+        self,
+        timeout: float | None,
+        *,
+        should_arm: Callable[[], bool],
+        current_owner: Callable[[], object],
+        emit: Callable[[Event], None],
+        went_away: Callable[[], None],
     ) -> None:
-        self._session = session
+        self._emit = emit
         self.state: UserState = "listening"
         self.away = AwayTimer(
-            timeout,
-            should_arm=should_arm,
-            current_owner=lambda: session._switches.current,
-            fire=self._went_away,
+            timeout, should_arm=should_arm, current_owner=current_owner, fire=went_away
         )
 
     def set(self, state: UserState) -> None:
         old = self.state
         if old != state:
             self.state = state
-            self._session.emit(UserStateChanged(old=old, new=state))
+            self._emit(UserStateChanged(old=old, new=state))
 
     def took_turn(self) -> None:
         """A final user turn: the user is back if away; else the away window restarts
@@ -47,9 +47,3 @@ class UserPresence:
             self.set("listening")
         else:
             self.away.cancel()
-
-    def _went_away(self) -> None:
-        session = self._session
-        if not session._closing:
-            self.set("away")
-            session._refresh()

@@ -9,17 +9,16 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from typing import TYPE_CHECKING
+from typing import Any
 
 from ..llm.chat_context import ChatMessage
 from ..llm.tools import StopResponse
+from ._activity import AgentActivity
+from ._handoffs import Switches
+from ._replies import generate
+from ._runtime import Runtime
 from .agent import Agent
 from .events import ErrorEvent
-
-if TYPE_CHECKING:
-    from ._activity import AgentActivity
-    from ._runtime import Runtime
-    from .run_result import RunResult
 
 logger = logging.getLogger("backline")
 
@@ -27,10 +26,11 @@ logger = logging.getLogger("backline")
 class UserTurns:
     """The user turns of one session being processed (see the module doc)."""
 
-    __slots__ = ("_lock", "_session", "in_progress")
+    __slots__ = ("_lock", "_session", "_switches", "in_progress")
 
-    def __init__(self, session: Runtime) -> None:
+    def __init__(self, session: Runtime, switches: Switches) -> None:
         self._session = session
+        self._switches = switches
         self.in_progress = 0
         self._lock = asyncio.Lock()
 
@@ -55,11 +55,11 @@ class UserTurns:
         session._spawn(self._handle(text, run), name="user turn")
         session._refresh()
 
-    async def _handle(self, text: str, run: RunResult | None) -> None:
+    async def _handle(self, text: str, run: Any) -> None:
         session = self._session
         try:
             async with self._lock:
-                activity = session._switches.current
+                activity = self._switches.current
                 if activity is None or session._closing:
                     return
                 msg = ChatMessage(role="user", content=text)
@@ -74,7 +74,7 @@ class UserTurns:
                             run._input_ids.add(msg.id)
                         activity.record([msg], None)
                         return
-                activity = session._switches.current
+                activity = self._switches.current
                 if activity is None or session._closing:
                     return
                 _take_turn(session, activity, msg, run)
@@ -92,11 +92,9 @@ def _default_hook(agent: Agent) -> bool:
     return getattr(hook, "__func__", None) is Agent.on_user_turn_completed
 
 
-def _take_turn(
-    session: Runtime, activity: AgentActivity, msg: ChatMessage, run: RunResult | None
-) -> None:
+def _take_turn(session: Runtime, activity: AgentActivity, msg: ChatMessage, run: Any) -> None:
     """Store the user's message and queue the current agent's reply to it."""
     if run is not None:
         run._input_ids.add(msg.id)
     activity.record([msg], None)
-    activity.generate(source="user_turn", user_turn=msg)
+    generate(activity, source="user_turn", user_turn=msg)

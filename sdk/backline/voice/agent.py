@@ -4,21 +4,29 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable, Generator, Sequence
-from typing import TYPE_CHECKING, Any, Generic, TypeVar
+from typing import Any, Generic, Protocol, TypeVar
 
 from ..llm.chat_context import ChatContext, ChatMessage
 from ..llm.llm import LLM
 from ..llm.realtime import RealtimeSession
 from ..llm.tools import FunctionTool, find_function_tools
+from ._context import current_call, current_on_enter
 from .parts import SessionPart, part_of
-
-if TYPE_CHECKING:
-    from ._activity import AgentActivity
-    from .session import Session
 
 T = TypeVar("T")
 
 INSTRUCTIONS_ID = "backline_instructions"
+
+
+class _Running(Protocol):
+    """The agent's run in a session (its ``AgentActivity``), as the agent sees it."""
+
+    @property
+    def public_session(self) -> Any: ...
+
+    def check_tools(self, agent_tools: list[FunctionTool]) -> None: ...
+
+    def changed(self) -> None: ...
 
 
 def check_tool_names(tools: Sequence[FunctionTool], *, where: str) -> None:
@@ -66,7 +74,7 @@ class Agent:
         self._llm = llm
         self._realtime = realtime
         self._allow_interruptions = allow_interruptions
-        self._activity: AgentActivity | None = None
+        self._activity: _Running | None = None
         ctx = ChatContext()
         if chat_ctx is not None:
             ctx.insert(it for it in chat_ctx.items if it.id != INSTRUCTIONS_ID)
@@ -110,10 +118,11 @@ class Agent:
         return self._chat_ctx
 
     @property
-    def session(self) -> Session[Any]:
+    def session(self) -> Any:
+        """The ``backline.Session`` this agent runs in (while it runs)."""
         if self._activity is None:
             raise RuntimeError(f"{self.label} is not running in a session")
-        return self._activity.session._public
+        return self._activity.public_session
 
     def _set_instructions_item(self) -> None:
         self._chat_ctx.remove([INSTRUCTIONS_ID])
@@ -197,12 +206,20 @@ class AgentTask(Agent, Generic[T]):
         if self._completion_hook is not None:
             self._completion_hook()
         if self._activity is not None:
-            self._activity.session._refresh()
+            self._activity.changed()
 
     def done(self) -> bool:
         return self._result is not None and self._result.done()
 
     def __await__(self) -> Generator[Any, None, T]:
-        from ._inline import run_inline
-
-        return run_inline(self).__await__()
+        # Inside a tool: pause the agent whose speech called it; inside on_enter: that
+        # agent (the context variables say which; see AgentActivity.run_inline).
+        if self._awaited:
+            raise RuntimeError(f"{self.label} was already awaited; an AgentTask runs once")
+        call = current_call.get()
+        host = call.activity if call is not None else current_on_enter.get()
+        if host is None:
+            raise RuntimeError("await an AgentTask inside a tool or inside on_enter")
+        speech = call.speech if call is not None else None
+        result: Generator[Any, None, T] = host.run_inline(self, speech).__await__()
+        return result

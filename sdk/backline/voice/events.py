@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal, TypeAlias, TypeVar
 
 from ..llm.chat_context import ChatItem, FunctionCall, FunctionCallOutput
+from .parts import ReplyStatus
 
 if TYPE_CHECKING:
     from .agent import Agent
@@ -17,7 +18,6 @@ logger = logging.getLogger("backline")
 
 AgentState: TypeAlias = Literal["initializing", "listening", "thinking", "speaking"]
 UserState: TypeAlias = Literal["listening", "speaking", "away"]
-ReplyStatus: TypeAlias = Literal["scheduled", "completed", "interrupted", "skipped"]
 
 
 @dataclass(frozen=True)

@@ -12,10 +12,7 @@ To watch a single session instead, listen for its events (``session.on(...)``).
 from __future__ import annotations
 
 import logging
-from typing import TYPE_CHECKING, Any, Literal, Protocol, TypeAlias
-
-if TYPE_CHECKING:
-    from .session import Session
+from typing import Any, Literal, Protocol, TypeAlias
 
 logger = logging.getLogger("backline")
 
@@ -26,7 +23,7 @@ class SessionObserver(Protocol):
     """``observer(hook, session)``: ``hook`` is ``"session_started"`` (the session's
     agent and parts are running) or ``"session_closed"`` (a started session closed)."""
 
-    def __call__(self, hook: SessionHook, session: Session[Any], /) -> None: ...
+    def __call__(self, hook: SessionHook, session: Any, /) -> None: ...
 
 
 _observers: list[SessionObserver] = []
@@ -50,7 +47,7 @@ def has_session_observer(observer: SessionObserver) -> bool:
     return observer in _observers
 
 
-def notify(hook: SessionHook, session: Session[Any]) -> None:
+def notify(hook: SessionHook, session: Any) -> None:
     """Tell every observer (the session calls this; an observer that raises is logged)."""
     for observer in list(_observers):
         try:

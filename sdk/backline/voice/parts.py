@@ -23,22 +23,117 @@ The protocol, in the order the session uses it:
   when something still needs awaiting (stopping a server), else ``None``.
 
 A part may then be started again (a closed session can restart). What a part may
-use of the session (``limits``, ``emit``, ``away_hold``, ``reply_scheduler``,
-``tools_changed``) is listed in ``docs/architecture.md``.
+use of its session is ``PartHost``; a part that speaks gets a reply scheduler from
+it (``Replies``), which voices what it enqueues when the conversation is idle.
 """
 
 from __future__ import annotations
 
 from collections.abc import Awaitable, Collection, Mapping, Sequence
-from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+from dataclasses import dataclass, field
+from typing import Any, Literal, Protocol, TypeAlias, runtime_checkable
 
+from ..limits import Limits
+from ..llm.chat_context import ChatItem
 from ..llm.tools import FunctionTool
 from ..tasks import TaskScope, emptied
 
-if TYPE_CHECKING:
-    from .session import Session
+__all__ = [
+    "CURRENT_RUN",
+    "AwayHold",
+    "PartHost",
+    "Pending",
+    "Replies",
+    "ReplyOwner",
+    "ReplyStatus",
+    "SchedulerClosed",
+    "SessionPart",
+    "close_part",
+    "part_of",
+]
 
-__all__ = ["SessionPart", "close_part", "part_of"]
+ReplyStatus: TypeAlias = Literal["scheduled", "completed", "interrupted", "skipped"]
+
+
+class SchedulerClosed(RuntimeError):
+    """The scheduler (or its session) closed before the items were accepted."""
+
+
+CURRENT_RUN: Any = object()
+"""``enqueue(run=CURRENT_RUN)``: the ``session.run()`` in progress, if any, waits for
+the reply (the default)."""
+
+
+@dataclass(eq=False)
+class Pending:
+    """Items enqueued together: their ids, the agent whose work they finish
+    (``owner``: its results wait while it is paused), the agents they reached."""
+
+    items: list[ChatItem]
+    ids: list[str]
+    owner: Any
+    reached: list[object] = field(default_factory=list)
+    run: Any = None
+
+
+class ReplyOwner(Protocol):
+    """Whose replies a scheduler delivers (the tool runner, a background runtime)."""
+
+    def render_reply(self, batch: list[Pending], at_tail: bool) -> str:
+        """The instructions of the reply that covers ``batch``."""
+        ...
+
+    def reply_status(self, ids: list[str], status: ReplyStatus, speech_id: str | None) -> None:
+        """The reply covering ``ids`` changed status."""
+        ...
+
+
+class Replies(Protocol):
+    """A reply scheduler (``backline.voice.reply_scheduler.ReplyScheduler``), as a part
+    uses it: ``enqueue`` inserts items into the current agent's context and the
+    history at once and voices them later, coalesced; ``insert_silent`` only inserts.
+    Both raise ``SchedulerClosed`` once the session closes."""
+
+    async def enqueue(
+        self, items: Sequence[ChatItem], ids: Sequence[str], *, owner: Any = None, run: Any = ...
+    ) -> None: ...
+
+    async def insert_silent(self, items: Sequence[ChatItem]) -> None: ...
+
+
+class AwayHold(Protocol):
+    """A hold on the user-away timer; ``release()`` ends it (idempotent)."""
+
+    def release(self) -> None: ...
+
+
+class PartHost(Protocol):
+    """What a part may use of its session (``backline.voice.Session`` is one)."""
+
+    @property
+    def limits(self) -> Limits: ...
+
+    @property
+    def closed(self) -> bool: ...
+
+    @property
+    def parts(self) -> tuple[SessionPart, ...]: ...
+
+    def emit(self, event: Any) -> None:
+        """Emit one of the session's events (``backline.voice.events``)."""
+        ...
+
+    def away_hold(self) -> AwayHold:
+        """Hold off the user-away timer while some work runs."""
+        ...
+
+    def reply_scheduler(self, owner: ReplyOwner, *, name: str, source: str) -> Replies:
+        """A reply scheduler of the session for ``owner``."""
+        ...
+
+    def tools_changed(self) -> None:
+        """The part's tools changed: agents see the new list at their next request."""
+        ...
 
 
 @runtime_checkable
@@ -54,7 +149,7 @@ class SessionPart(Protocol):
         """Tool names no one else may use, each with who reserved it (for messages)."""
         ...
 
-    async def start(self, session: Session[Any], taken: Collection[str]) -> None:
+    async def start(self, session: PartHost, taken: Collection[str]) -> None:
         """Start with ``session``; ``taken``: tool names its tools must not use."""
         ...
 

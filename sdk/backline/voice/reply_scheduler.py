@@ -20,51 +20,25 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Sequence
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any
 
 from ..llm.chat_context import ChatItem
-from .events import ReplyStatus
+from .agent import Agent
+from .parts import CURRENT_RUN, Pending, ReplyOwner, ReplyStatus, SchedulerClosed
 
 if TYPE_CHECKING:
-    from ._activity import AgentActivity
     from ._runtime import Runtime
-    from .agent import Agent
 
-__all__ = ["CURRENT_RUN", "Pending", "ReplyOwner", "ReplyScheduler", "SchedulerClosed"]
+__all__ = [
+    "CURRENT_RUN",
+    "Pending",
+    "ReplyOwner",
+    "ReplyScheduler",
+    "ReplyStatus",
+    "SchedulerClosed",
+]
 
 logger = logging.getLogger("backline")
-
-
-class SchedulerClosed(RuntimeError):
-    """The scheduler (or its session) closed before the items were accepted."""
-
-
-CURRENT_RUN: Any = object()
-"""``enqueue(run=CURRENT_RUN)``: the ``session.run()`` in progress, if any, waits for
-the reply (the default)."""
-
-
-@dataclass(eq=False)
-class Pending:
-    """Items enqueued together: their ids, and the agent whose work they finish
-    (``owner``: its results wait while it is paused), the agents they reached."""
-
-    items: list[ChatItem]
-    ids: list[str]
-    owner: AgentActivity | None
-    reached: list[Agent] = field(default_factory=list)
-    run: Any = None
-
-
-class ReplyOwner(Protocol):
-    """Whose replies a scheduler delivers (the tool runner, a background runtime)."""
-
-    def render_reply(self, batch: list[Pending], at_tail: bool) -> str:
-        """The instructions of the reply that covers ``batch``."""
-
-    def reply_status(self, ids: list[str], status: ReplyStatus, speech_id: str | None) -> None:
-        """The reply covering ``ids`` changed status."""
 
 
 class ReplyScheduler:
@@ -139,7 +113,7 @@ class ReplyScheduler:
         if owner is None or owner.closed:
             return True
         # A paused agent's results wait until it is current again.
-        return owner is self._session._switches.current
+        return self._session._is_current(owner)
 
     # -- inserting ---------------------------------------------------------------
     async def enqueue(
@@ -147,7 +121,7 @@ class ReplyScheduler:
         items: Sequence[ChatItem],
         ids: Sequence[str],
         *,
-        owner: AgentActivity | None = None,
+        owner: object = None,
         run: Any = CURRENT_RUN,
     ) -> None:
         """Insert eagerly and buffer for one coalesced reply. Raises ``SchedulerClosed``.
@@ -167,7 +141,7 @@ class ReplyScheduler:
         items: list[ChatItem],
         ids: list[str],
         *,
-        owner: AgentActivity | None,
+        owner: object,
         run: Any,
         silent: bool,
     ) -> None:
@@ -188,14 +162,14 @@ class ReplyScheduler:
         items: list[ChatItem],
         ids: list[str],
         *,
-        owner: AgentActivity | None,
+        owner: object,
         run: Any,
         silent: bool,
     ) -> None:
         if self._closed:
             raise SchedulerClosed(f"{self._name} is closed")
         session = self._session
-        agent = session._switches.target_agent()
+        agent = session._target_agent()
         try:
             await _copy_into(agent, items)
         except BaseException:
@@ -211,7 +185,7 @@ class ReplyScheduler:
             await self._retarget([entry])
             if self._closed:
                 raise SchedulerClosed(f"{self._name} closed during the insert")
-            if session._switches.switching or session._switches.owed:
+            if session._switching():
                 if self._following is None:  # the agent is about to change
                     self._following = []
                 self._following.append(entry)
@@ -226,7 +200,7 @@ class ReplyScheduler:
     async def _retarget(self, entries: list[Pending]) -> Agent:
         """Copy the entries onto the current agent, following handoffs until it is stable."""
         while True:
-            target = self._session._switches.target_agent()
+            target = self._session._target_agent()
             for entry in entries:
                 if any(a is target for a in entry.reached):
                     continue
@@ -237,7 +211,7 @@ class ReplyScheduler:
                     )
                     await _copy_into(target, missing)
                 entry.reached.append(target)
-            if self._closed or self._session._switches.target_agent() is target:
+            if self._closed or self._session._target_agent() is target:
                 return target
 
     async def follow_switch(self) -> None:
@@ -280,8 +254,8 @@ class ReplyScheduler:
                     at_tail = last == batch[-1].items[-1].id
                     instructions = self._owner.render_reply(batch, at_tail)
                     ids = [i for p in batch for i in p.ids]
-                    speech = session._require_activity().generate(
-                        instructions=instructions, tool_choice="none", source=self._source
+                    speech = session._generate_scheduled_reply(
+                        instructions=instructions, source=self._source
                     )
                 finally:
                     self._taking -= 1

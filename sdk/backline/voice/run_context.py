@@ -2,16 +2,20 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, ClassVar, Generic, TypeVar
+from typing import Any, ClassVar, Generic, Protocol, TypeVar
 
 from ..llm.chat_context import FunctionCall
-
-if TYPE_CHECKING:
-    from ._tool_runner import CallState
-    from .session import Session
-    from .speech_handle import SpeechHandle
+from .speech_handle import SpeechHandle
 
 UserdataT = TypeVar("UserdataT")
+
+
+class _Call(Protocol):
+    """The call in flight (``CallState``), as its ``RunContext`` uses it."""
+
+    async def post_update(self, message: str) -> None: ...
+
+    async def wait_for_preamble(self) -> None: ...
 
 
 class RunContext(Generic[UserdataT]):
@@ -30,12 +34,12 @@ class RunContext(Generic[UserdataT]):
     def __init__(
         self,
         *,
-        session: Session[Any],
+        session: Any,
         speech_handle: SpeechHandle,
         function_call: FunctionCall,
-        state: CallState | None = None,
+        state: _Call | None = None,
     ) -> None:
-        self.session = session
+        self.session = session  # the backline.Session the call runs in
         self.speech_handle = speech_handle
         self.function_call = function_call
         self._state = state

@@ -24,12 +24,13 @@ from . import observers
 from ._activity import AgentActivity
 from ._away import Hold
 from ._handoffs import Switches
+from ._replies import generate
 from ._session_tools import SessionTools
 from ._tool_runner import ToolRunner
 from ._transcript import Transcript
 from ._user import UserPresence
 from ._user_turns import UserTurns
-from .agent import Agent
+from .agent import Agent, AgentTask
 from .events import (
     AgentState,
     CloseEvent,
@@ -114,11 +115,17 @@ class Session(Generic[UserdataT]):
         self._refreshing = False
         self._refresh_again = False
         self._transcript.run = None
-        self._user = UserPresence(self, self._user_away_timeout, should_arm=self._away_may_arm)
-        self._away = self._user.away
-        self._switches = Switches(self)
-        self._turns = UserTurns(self)
         self._tool_runner = ToolRunner(self)
+        self._switches = Switches(self, self._tool_runner)
+        self._turns = UserTurns(self, self._switches)
+        self._user = UserPresence(
+            self._user_away_timeout,
+            should_arm=self._away_may_arm,
+            current_owner=self._current_activity,
+            emit=self.emit,
+            went_away=self._user_went_away,
+        )
+        self._away = self._user.away
         self._schedulers: list[ReplyScheduler] = [self._tool_runner.scheduler]
 
     # -- public state -----------------------------------------------------------
@@ -229,7 +236,7 @@ class Session(Generic[UserdataT]):
             self._reset_runtime()  # a restart: fresh runtimes, same history
         if self._started or self._switches.current is not None:
             raise RuntimeError("the session has already started")
-        activity = AgentActivity(self, agent)
+        activity = AgentActivity(self, agent, self._tool_runner)
         await activity.start()
         self._switches.begin(activity)
         toolbox = self._toolbox
@@ -364,7 +371,8 @@ class Session(Generic[UserdataT]):
         allow_interruptions: bool | None = None,
     ) -> SpeechHandle:
         """Ask the current agent for a reply; returns its handle at once."""
-        return self._require_activity().generate(
+        return generate(
+            self._require_activity(),
             user_input=user_input,
             instructions=instructions,
             tool_choice=tool_choice,
@@ -423,6 +431,11 @@ class Session(Generic[UserdataT]):
             return
         self._user.set("listening")
         self._refresh()
+
+    def _user_went_away(self) -> None:
+        if not self._closing:
+            self._user.set("away")
+            self._refresh()
 
     # -- testing ----------------------------------------------------------------
     async def run(self, *, user_input: str, timeout: float = 30.0) -> RunResult:
@@ -491,7 +504,7 @@ class Session(Generic[UserdataT]):
                 return True  # (checked inline: usually nothing is pending)
         return False
 
-    def _owes_reply_for(self, run: RunResult) -> bool:
+    def _owes_reply_for(self, run: object) -> bool:
         """A reply started during ``run`` is still owed (buffered, or a deferred tool
         it started still works)."""
         if any(s.owes_reply_for(run) for s in self._schedulers):
@@ -573,6 +586,34 @@ class Session(Generic[UserdataT]):
         return self._scope.create_task(coro, name=name)
 
     # -- history, agents and targets ------------------------------------------------
+    # -- agents and switches ---------------------------------------------------------
+    def _current_activity(self) -> AgentActivity | None:
+        return self._switches.current
+
+    def _target_agent(self) -> Agent:
+        return self._switches.target_agent()
+
+    def _is_current(self, activity: object) -> bool:
+        return activity is self._switches.current
+
+    def _switching(self) -> bool:
+        switches = self._switches
+        return bool(switches.switching or switches.owed)
+
+    def _request_handoff(self, old: AgentActivity, agent: Agent) -> None:
+        self._switches.request_handoff(old, agent)
+
+    def _owe_handoff(self) -> None:
+        self._switches.owe_handoff()
+
+    async def _run_task(self, parent: AgentActivity, task: AgentTask[Any]) -> Any:
+        return await self._switches.run_task(parent, task)
+
+    def _generate_scheduled_reply(self, *, instructions: str, source: str) -> SpeechHandle:
+        return generate(
+            self._require_activity(), instructions=instructions, tool_choice="none", source=source
+        )
+
     async def _follow_switch(self) -> None:
         """Silent inserts made during a switch reach the agent it made current."""
         for scheduler in list(self._schedulers):

@@ -4,12 +4,9 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable, Generator
-from typing import TYPE_CHECKING, Any, Literal, TypeAlias
+from typing import Any, Literal, TypeAlias
 
 from ..llm.chat_context import ChatItem, ChatMessage, new_id
-
-if TYPE_CHECKING:
-    from .agent import Agent
 
 SpeechPhase: TypeAlias = Literal["queued", "thinking", "speaking", "done"]
 
@@ -32,7 +29,6 @@ class SpeechHandle:
         "_blocked",
         "_done",
         "_done_callbacks",
-        "_handoff",
         "_hold_count",
         "_hold_saved",
         "_interrupt_fut",
@@ -67,7 +63,6 @@ class SpeechHandle:
         # Called with the handle (a bound method: no closure over the handle, so no
         # reference cycle and the handle is freed as soon as nobody holds it).
         self._on_change: Callable[[SpeechHandle], None] | None = None
-        self._handoff: Agent | None = None
         self._user_turn: ChatMessage | None = None  # the user message this reply answers
 
     def __repr__(self) -> str:
