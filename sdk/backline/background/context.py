@@ -4,10 +4,7 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import AsyncGenerator, Awaitable, Callable
-from typing import TYPE_CHECKING, Any, Final
-
-if TYPE_CHECKING:
-    from .runtime import BackgroundRuntime
+from typing import Any, Final, Protocol
 
 
 class _Unset:
@@ -22,6 +19,47 @@ class _Unset:
 
 UNSET: Final[Any] = _Unset()
 """The state of a background that has not reported any (distinct from ``None``)."""
+
+
+class _Definition(Protocol):
+    @property
+    def id(self) -> str: ...
+
+    @property
+    def description(self) -> str: ...
+
+
+class _Runtime(Protocol):
+    """A running background (``BackgroundRuntime``), as its context uses it."""
+
+    interrupt_callback: Callable[[], Awaitable[None]] | None
+
+    @property
+    def definition(self) -> _Definition: ...
+
+    @property
+    def session(self) -> Any: ...
+
+    @property
+    def closed(self) -> bool: ...
+
+    @property
+    def state(self) -> Any: ...
+
+    @property
+    def waiting(self) -> int: ...
+
+    def iterate(self, *, batch: bool) -> AsyncGenerator[Any, None]: ...
+
+    def take_pending(self) -> list[str]: ...
+
+    async def wait_for_message(self, timeout: float | None) -> bool: ...
+
+    async def send(self, text: str, *, silent: bool) -> None: ...
+
+    def set_state(self, value: Any) -> None: ...
+
+    def turn(self) -> contextlib.AbstractAsyncContextManager[None]: ...
 
 
 class BackgroundContext:
@@ -42,7 +80,7 @@ class BackgroundContext:
 
     __slots__ = ("__weakref__", "_runtime")
 
-    def __init__(self, runtime: BackgroundRuntime) -> None:
+    def __init__(self, runtime: _Runtime) -> None:
         self._runtime = runtime
 
     def __repr__(self) -> str:

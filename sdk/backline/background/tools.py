@@ -3,14 +3,53 @@
 from __future__ import annotations
 
 import functools
-from typing import TYPE_CHECKING, Any
+from collections.abc import Sequence
+from typing import Any, Protocol
 
 from ..llm.tool_output import serialize_tool_output
 from ..llm.tools import FunctionTool, ToolError
 from .context import UNSET
 
-if TYPE_CHECKING:
-    from .runtime import BackgroundManager, BackgroundRuntime
+
+class _Definition(Protocol):
+    @property
+    def id(self) -> str: ...
+
+    @property
+    def description(self) -> str: ...
+
+
+class _Running(Protocol):
+    """A running background (``_Running``), as the tools use it."""
+
+    @property
+    def definition(self) -> _Definition: ...
+
+    @property
+    def closed(self) -> bool: ...
+
+    @property
+    def status(self) -> str: ...
+
+    @property
+    def state(self) -> Any: ...
+
+    def deliver(self, content: str) -> None: ...
+
+
+class _Manager(Protocol):
+    """The backgrounds of a session (``_Manager``), as the tools use them."""
+
+    @property
+    def definitions(self) -> Sequence[_Definition]: ...
+
+    @property
+    def closed(self) -> bool: ...
+
+    def sorted_ids(self) -> list[str]: ...
+
+    def runtime(self, background_id: str) -> _Running | None: ...
+
 
 SEND_TOOL = "backline_send"
 STATE_TOOL = "backline_state"
@@ -31,13 +70,13 @@ STATE_DESCRIPTION = (
 )
 
 
-def _listing(manager: BackgroundManager) -> str:
+def _listing(manager: _Manager) -> str:
     by_id = {d.id: d for d in manager.definitions}
     lines = [f"- {i}: {' '.join(by_id[i].description.split())}" for i in manager.sorted_ids()]
     return "\n\nAvailable background sessions:\n" + "\n".join(lines)
 
 
-def _runtime(manager: BackgroundManager, background_id: Any) -> BackgroundRuntime:
+def _runtime(manager: _Manager, background_id: Any) -> _Running:
     valid = ", ".join(manager.sorted_ids())
     known = {d.id for d in manager.definitions}
     if not isinstance(background_id, str) or background_id not in known:
@@ -56,7 +95,7 @@ def _runtime(manager: BackgroundManager, background_id: Any) -> BackgroundRuntim
     return rt
 
 
-async def _send(manager: BackgroundManager, args: dict[str, Any], _ctx: Any) -> str:
+async def _send(manager: _Manager, args: dict[str, Any], _ctx: Any) -> str:
     rt = _runtime(manager, args["background_session_id"])
     if rt.status in ("ended", "crashed"):
         raise ToolError(
@@ -68,7 +107,7 @@ async def _send(manager: BackgroundManager, args: dict[str, Any], _ctx: Any) -> 
     return DELIVERED
 
 
-async def _state(manager: BackgroundManager, args: dict[str, Any], _ctx: Any) -> str:
+async def _state(manager: _Manager, args: dict[str, Any], _ctx: Any) -> str:
     background_id = args["background_session_id"]
     known = {d.id for d in manager.definitions}
     if background_id not in known:
@@ -121,7 +160,7 @@ def _templates(listing: str) -> tuple[FunctionTool, FunctionTool]:
     return send, state
 
 
-def make_tools(manager: BackgroundManager) -> list[FunctionTool]:
+def make_tools(manager: _Manager) -> list[FunctionTool]:
     """``backline_send`` and ``backline_state`` for ``manager``'s background sessions."""
     send, state = _templates(_listing(manager))
     return [send.__get__(manager), state.__get__(manager)]

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Awaitable, Callable, Coroutine, Iterable, Sequence
+from collections.abc import Callable, Coroutine, Iterable, Sequence
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 from ..limits import DEFAULT_LIMITS, Limits
@@ -19,10 +19,11 @@ from ..llm.chat_context import ChatContext
 from ..llm.llm import LLM
 from ..llm.realtime import RealtimeSession
 from ..llm.tools import FunctionTool, ToolChoice
-from ..tasks import Signal, TaskScope, done_within, when_empty
+from ..tasks import Signal, TaskScope
 from . import observers
 from ._activity import AgentActivity
 from ._away import Hold
+from ._closing import Closing
 from ._handoffs import Switches
 from ._replies import generate
 from ._session_tools import SessionTools
@@ -51,8 +52,6 @@ logger = logging.getLogger("backline")
 UserdataT = TypeVar("UserdataT")
 
 MAX_TOOL_STEPS_MESSAGE = "I'm sorry, I couldn't finish that."
-INSERT_CLOSE_TIMEOUT = 5.0
-"""How long a close waits for an insert already in flight (into an agent's context)."""
 
 
 class Session(Generic[UserdataT]):
@@ -103,14 +102,10 @@ class Session(Generic[UserdataT]):
         """Fresh runtime state: at construction, and when a closed session restarts.
         The history, the event listeners and the configuration are kept."""
         self._scope = TaskScope("session")  # user turns, switches, reply deliveries
-        self._close_scope = TaskScope("session close")  # what a close awaits, if anything
         self._agent_state: AgentState = "initializing"
         self._started = False
         self._closing = False
         self._closed = False
-        self._close_error: BaseException | None = None
-        self._part_scopes: list[TaskScope] = []  # what close waits for, of the parts
-        self._inserts: list[asyncio.Future[None]] = []  # inserts in flight at close
         self._changed = Signal()
         self._refreshing = False
         self._refresh_again = False
@@ -256,101 +251,31 @@ class Session(Generic[UserdataT]):
         """Close the conversation. With ``drain``, current speech may finish first
         (bounded). Idempotent, bounded, and it never hangs.
 
-        One close path: every part and agent is told to stop at once; one bounded
-        wait for their tasks (their own done callbacks end it: no task of its own),
-        then the running tools, then what parts and agents still await."""
+        One close path (``_closing.py``): every part and agent is told to stop at once;
+        one bounded wait for their tasks (their own done callbacks end it: no task of
+        its own), then the running tools, then what parts and agents still await."""
         if not self._closing:
             self._closing = True
             self._away.stop()
             self._refresh()
-            self._stop_parts()
-            if drain and any(a.speeches() for a in self._switches.activities):
-                self._close_scope.create_task(self._drain_then_stop(), name="session drain")
-            else:
-                self._stop_agents()
+            Closing(
+                toolbox=self._toolbox,
+                schedulers=self._schedulers,
+                session_scope=self._scope,
+                switches=self._switches,
+                runner=self._tool_runner,
+                done=self._end_close,
+            ).begin(drain=drain)
         # A cancelled caller stops waiting; the close goes on (it runs in no caller).
         await self._wait_for(lambda: self._closed, even_when_closing=True)
 
-    def _stop_parts(self) -> None:
-        """Close begins: the parts stop (their tasks cancelled), replies are dropped."""
-        try:
-            self._part_scopes = [s for p in reversed(self._toolbox.parts) for s in p.stop()]
-            self._inserts = [w for s in self._schedulers if (w := s.close()) is not None]
-        except BaseException as e:  # pragma: no cover - close must finish whatever happens
-            self._close_failed(e)
-
-    async def _drain_then_stop(self) -> None:
-        # The current agent first, then the agents paused under it; speech blocked on
-        # an inline task is exempt (it would wait for user input).
-        try:
-            for activity in reversed(list(self._switches.activities)):
-                await activity.drain()
-        finally:
-            self._stop_agents()
-
-    def _stop_agents(self) -> None:
-        """No new agent can start once closing: stop the session's own tasks (user
-        turns, switches, deliveries) and every agent; wait for them and the parts."""
-        scopes = list(self._part_scopes)
-        try:
-            self._scope.cancel()
-            scopes.append(self._scope)
-            for activity in reversed(self._switches.activities):
-                activity.interrupt_all(force=True)
-            for activity in reversed(self._switches.activities):
-                scopes.append(activity.stop())
-        except BaseException as e:  # pragma: no cover - close must finish whatever happens
-            self._close_failed(e)
-        when_empty(scopes, self._stop_tools, owner="session")
-
-    def _stop_tools(self) -> None:
-        """The agents have stopped: the tool calls still running are cancelled."""
-        scope = self._tool_runner.scope
-        scope.cancel()
-        when_empty([scope], self._finish_close, owner="session")
-
-    def _finish_close(self) -> None:
-        """What agents and parts still await (an MCP server's stop, an insert in
-        flight) runs in a task; without any, the close ends here."""
-        pending: list[Awaitable[Any]] = []
-        try:
-            for activity in self._switches.take_all():
-                if (aw := activity.finish()) is not None:
-                    pending.append(aw)
-            for part in reversed(self._toolbox.parts):
-                if (aw := part.finish()) is not None:
-                    pending.append(aw)
-            self._toolbox.changed()
-        except BaseException as e:  # pragma: no cover - close must finish whatever happens
-            self._close_failed(e)
-        pending += [done_within(w, INSERT_CLOSE_TIMEOUT) for w in self._inserts]
-        if pending:
-            self._close_scope.create_task(self._await_then_end(pending), name="session close")
-        else:
-            self._end_close()
-
-    async def _await_then_end(self, pending: list[Awaitable[Any]]) -> None:
-        try:
-            for aw in pending:
-                try:
-                    await aw
-                except Exception as e:
-                    self._close_failed(e)
-        finally:
-            self._end_close()
-
-    def _close_failed(self, error: BaseException) -> None:
-        logger.error("error while closing the session", exc_info=error)
-        self._close_error = self._close_error or error
-
-    def _end_close(self) -> None:
+    def _end_close(self, error: BaseException | None) -> None:
         self._closed = True
         self._switches.drop_held_turns()  # turns held for a switch that never comes
         self._away.stop()
         self._refresh()  # the state a closed session reports, and wakes waiters (aclose)
         if self._started:
             observers.notify("session_closed", self)
-        error = self._close_error
         if self._transcript.wants("close"):
             self.emit(CloseEvent(reason="error" if error else "user", error=error))
 
