@@ -27,7 +27,8 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger("backline")
 
-SpeechWork = Callable[[SpeechHandle], Coroutine[Any, Any, None]]
+SpeechWork = Callable[["AgentActivity", SpeechHandle], Coroutine[Any, Any, None]]
+"""What a speech runs: ``work(activity, speech)``, in the agent's speech loop."""
 
 PLAYOUT_CLEAR_TIMEOUT = 2.0
 DRAIN_TIMEOUT = 5.0
@@ -352,8 +353,8 @@ class AgentActivity:
             source="say",
         )
 
-        async def work(sp: SpeechHandle) -> None:
-            await self.say_work(sp, text, add_to_chat_ctx)
+        async def work(activity: AgentActivity, sp: SpeechHandle) -> None:
+            await activity.say_work(sp, text, add_to_chat_ctx)
 
         self.schedule(speech, work)
         return speech
@@ -381,13 +382,11 @@ class AgentActivity:
         heapq.heapify(self._queue)
         return [speech for _, _, speech, _ in turns]
 
-    def requeue(
-        self, speeches: list[SpeechHandle], work: Callable[[AgentActivity], SpeechWork]
-    ) -> None:
-        """Queue speeches taken from another agent, each to run ``work(self)`` here."""
+    def requeue(self, speeches: list[SpeechHandle], work: SpeechWork) -> None:
+        """Queue speeches taken from another agent, each to run ``work`` here."""
         for speech in speeches:
             speech._on_change = self._speech_changed
-            heapq.heappush(self._queue, (-speech.priority, next(_seq), speech, work(self)))
+            heapq.heappush(self._queue, (-speech.priority, next(_seq), speech, work))
         self._notify()
         self.session._refresh()
 
@@ -434,7 +433,7 @@ class AgentActivity:
                 # this loop, and with it the speech, as it would cancel the speech's
                 # own task.
                 if not speech._interrupt_fut.done():
-                    await work(speech)
+                    await work(self, speech)
             except asyncio.CancelledError:
                 if me.cancelling():
                     raise  # this loop is cancelled (close): the speech ends with it
@@ -476,7 +475,7 @@ class AgentActivity:
     # -- output -----------------------------------------------------------------
     async def _playout(self, speech: SpeechHandle) -> PlayoutResult:
         """Wait for the current output segment to play, or cut it if interrupted."""
-        output = self.session.output
+        output = self.session._output
         playout: asyncio.Future[PlayoutResult]
         if output._speech_id is not None and (
             type(output).wait_for_playout is TextOutput.wait_for_playout
@@ -513,7 +512,7 @@ class AgentActivity:
 
     async def say_work(self, speech: SpeechHandle, text: str, add_to_chat_ctx: bool) -> None:
         started = time.time()
-        output = self.session.output
+        output = self.session._output
         output.begin_segment(speech.id)
         speech._set_phase("speaking")
         output.write(text)

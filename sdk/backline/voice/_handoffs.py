@@ -16,7 +16,7 @@ from typing import Any
 from ..llm.chat_context import AgentHandoff
 from ..llm.tools import ToolError
 from ._activity import AgentActivity
-from ._replies import work_of
+from ._replies import reply_work
 from ._runtime import Runtime
 from ._tool_runner import ToolRunner
 from .agent import Agent, AgentTask
@@ -232,7 +232,7 @@ class Switches:
             for speech in speeches:
                 assert speech._user_turn is not None
                 child.agent._chat_ctx.insert([speech._user_turn])
-            child.requeue(speeches, work_of)
+            child.requeue(speeches, reply_work)
 
     async def _hand_back(self, parent: AgentActivity, child: AgentActivity) -> None:
         session = self._session

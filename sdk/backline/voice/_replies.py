@@ -9,14 +9,13 @@ import asyncio
 import logging
 import time
 from dataclasses import dataclass, field
-from functools import partial
 from typing import Any, Literal
 
 from ..llm.chat_context import ChatItem, ChatMessage, FunctionCall, FunctionCallOutput
 from ..llm.llm import LLMStream, TextDelta, ToolCallChunk, Usage
 from ..llm.tools import FunctionTool, NamedToolChoice, ToolChoice
 from ..tasks import CancelWhenDone, cancel_and_wait
-from ._activity import AgentActivity, SpeechWork
+from ._activity import AgentActivity
 from ._metrics import llm_metrics
 from ._tool_runner import CANCELLED_OUTPUT, CallState, ToolOutcome, error_output
 from .agent import Agent, AgentTask
@@ -48,19 +47,14 @@ def generate(
         activity.record([ChatMessage(role="user", content=user_input)], None)
     if instructions is None and tool_choice is None:
         # (a user turn's reply: the speech runs reply_work's own coroutine, no wrapper)
-        activity.schedule(speech, partial(reply_work, activity))
+        activity.schedule(speech, reply_work)
         return speech
 
-    async def work(sp: SpeechHandle) -> None:
+    async def work(activity: AgentActivity, sp: SpeechHandle) -> None:
         await reply_work(activity, sp, instructions=instructions, tool_choice=tool_choice)
 
     activity.schedule(speech, work)
     return speech
-
-
-def work_of(activity: AgentActivity) -> SpeechWork:
-    """The work of a reply taken over by ``activity`` (a user turn's, moved to it)."""
-    return partial(reply_work, activity)
 
 
 @dataclass(slots=True)
@@ -219,7 +213,7 @@ async def consume(
         guard.arm(speech._interrupt_fut)
     try:
         session = activity.session
-        output = session.output
+        output = session._output
         llm = activity.agent._llm or session.llm
         # Timed only when someone listens for the request's metrics.
         timed = session._transcript.wants("llm_metrics")

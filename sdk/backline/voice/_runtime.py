@@ -48,6 +48,11 @@ class Runtime(Protocol):
     @property
     def output(self) -> TextOutput: ...
     @property
+    def _output(self) -> TextOutput:
+        """``output`` (read on every turn's hot path: an attribute, not a property)."""
+        ...
+
+    @property
     def history(self) -> ChatContext: ...
 
     # -- state (read-only) --------------------------------------------------------------

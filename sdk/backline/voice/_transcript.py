@@ -90,16 +90,11 @@ class Transcript:
         if self.run is not None:
             self.run._watch(speech)
 
-    def state_changed(self, old: AgentState, new: AgentState) -> None:
-        """Tell the listeners (a run does not collect states)."""
-        if "agent_state_changed" in self.emitter._listeners:
-            self.emitter.emit(_state_changed(old, new))
-
 
 _STATE_EVENTS: dict[tuple[AgentState, AgentState], AgentStateChanged] = {}
 
 
-def _state_changed(old: AgentState, new: AgentState) -> AgentStateChanged:
+def state_changed(old: AgentState, new: AgentState) -> AgentStateChanged:
     """The event of one state change: events are frozen, so one of each is shared
     (three per turn, at no cost but a lookup)."""
     event = _STATE_EVENTS.get((old, new))

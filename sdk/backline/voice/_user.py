@@ -39,11 +39,3 @@ class UserPresence:
         if old != state:
             self.state = state
             self._emit(UserStateChanged(old=old, new=state))
-
-    def took_turn(self) -> None:
-        """A final user turn: the user is back if away; else the away window restarts
-        (disarmed now: the refresh that ends the turn re-arms a full window)."""
-        if self.state == "away":
-            self.set("listening")
-        else:
-            self.away.cancel()

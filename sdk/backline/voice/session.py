@@ -28,7 +28,7 @@ from ._handoffs import Switches
 from ._replies import generate
 from ._session_tools import SessionTools
 from ._tool_runner import ToolRunner
-from ._transcript import Transcript
+from ._transcript import Transcript, state_changed
 from ._user import UserPresence
 from ._user_turns import UserTurns
 from .agent import Agent, AgentTask
@@ -326,7 +326,13 @@ class Session(Generic[UserdataT]):
         activity = self._switches.current
         if activity is None or self._closing:
             activity = self._require_activity()  # (raises, saying why)
-        self._user.took_turn()
+        user = self._user
+        if user.state == "away":
+            user.set("listening")
+        else:
+            # Restart the window: disarm now; the refresh that push_user_turn ends
+            # with re-arms a full window if the timer may still run.
+            self._away.cancel()
         switches = self._switches
         if switches.switching or switches.owed:
             switches.hold_turn(text)
@@ -476,7 +482,10 @@ class Session(Generic[UserdataT]):
                 if new != old and not (self._closing and self._started and not self._closed):
                     # (no churn while closing; the end is true)
                     self._agent_state = new
-                    self._transcript.state_changed(old, new)
+                    emitter = self._transcript.emitter
+                    if "agent_state_changed" in emitter._listeners:
+                        # (to the listeners only: a run() does not collect states)
+                        emitter.emit(state_changed(old, new))
                 away = self._away
                 if self._agent_state == "listening" or away._deadline is not None:
                     away.reevaluate()  # (otherwise it could neither arm nor disarm)
