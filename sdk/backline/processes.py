@@ -96,9 +96,8 @@ async def stop_process(
     """
     # The stop runs in a task of its own (a scope of this call: awaited below in every
     # case), so a cancellation of the caller cannot cut it short.
-    task = TaskScope("stop process").create_task(
-        _stop(process, interrupt_first, step_timeout, group), name="stop process"
-    )
+    scope = TaskScope("stop process")
+    task = scope.create_task(_stop(process, interrupt_first, step_timeout, group), name="stop")
     try:
         return await asyncio.shield(task)
     except asyncio.CancelledError:

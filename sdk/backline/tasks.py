@@ -43,12 +43,18 @@ class TaskScope:
     Unlike ``asyncio.TaskGroup``, one failing task does not cancel its siblings
     (speeches and tools are independent), and a task that ignores cancellation
     cannot make close hang: it is logged and abandoned after the bound.
+
+    A task that fails is logged as an error: nobody else would hear of it. A scope
+    whose owner awaits its tasks and reads how they ended (a call raced against a
+    timeout, a close shared by its callers) is made with ``log_failures=False``:
+    a failure there is the owner's result, not news (it is logged at debug level).
     """
 
-    __slots__ = ("_closed", "_name", "_tasks", "_when_empty")
+    __slots__ = ("_closed", "_log_failures", "_name", "_tasks", "_when_empty")
 
-    def __init__(self, name: str) -> None:
+    def __init__(self, name: str, *, log_failures: bool = True) -> None:
         self._name = name
+        self._log_failures = log_failures
         # Made at the first task (most scopes of an idle session hold one or none).
         self._tasks: set[asyncio.Task[Any]] | None = None
         self._closed = False
@@ -96,7 +102,8 @@ class TaskScope:
             forget_cancellation(task)
         elif task.exception() is not None:
             exc = task.exception()
-            logger.error("task %s of %s failed", task.get_name(), self._name, exc_info=exc)
+            level = logging.ERROR if self._log_failures else logging.DEBUG
+            logger.log(level, "task %s of %s failed", task.get_name(), self._name, exc_info=exc)
         if self._when_empty is not None and not tasks:
             self._when_empty(self)
 

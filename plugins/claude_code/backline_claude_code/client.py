@@ -10,7 +10,9 @@ lets the SDK release its tasks and pipes; it runs to its end even when the
 caller is cancelled, and within ``CLOSE_BOUND`` seconds.
 
 ``connect()`` runs in a task of its own so that a close during it is no special
-case: the close stops the process first, then cancels the connect.
+case: the close stops the process first, then cancels the connect. The connect,
+the close and the SDK's disconnect are tasks of the client's scope, which the close
+ends with: nothing the client started outlives it.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ import logging
 from typing import Any
 
 from backline.processes import stop_process
+from backline.tasks import TaskScope
 
 logger = logging.getLogger("backline.claude_code")
 
@@ -41,13 +44,16 @@ class ClaudeClient:
 
     def __init__(self, sdk: Any) -> None:
         self.sdk = sdk
+        # Its owner reads how each task ended: a failed connect is raised to connect()'s
+        # caller, a failed disconnect is logged at debug level by the close.
+        self._scope = TaskScope("Claude Code client", log_failures=False)
         self._connecting: asyncio.Task[None] | None = None
         self._closing: asyncio.Task[None] | None = None
 
     async def connect(self) -> None:
         """Start the CLI. If the caller is cancelled meanwhile, the connect goes on
         until ``close()`` (which the owner always calls) stops it."""
-        self._connecting = asyncio.ensure_future(self.sdk.connect())
+        self._connecting = self._scope.create_task(self.sdk.connect(), name="Claude Code connect")
         await asyncio.shield(self._connecting)
 
     @property
@@ -73,13 +79,17 @@ class ClaudeClient:
         """Stop the CLI and release the SDK's tasks; idempotent, bounded, and
         finished even when the caller is cancelled (then it re-raises)."""
         if self._closing is None:
-            self._closing = asyncio.ensure_future(self._close())
+            self._closing = self._scope.create_task(self._close(), name="Claude Code close")
         closing = self._closing
         try:
             await asyncio.shield(closing)
         except asyncio.CancelledError:
             await asyncio.wait([closing], timeout=CLOSE_BOUND)
             raise
+        finally:
+            # Every task is done by now (or was abandoned by the close, logged): this
+            # only marks the scope closed, or, past the bound, cuts what still runs.
+            await self._scope.aclose(RELEASE_TIMEOUT)
 
     async def _close(self) -> None:
         process = self.process  # before the SDK forgets it
@@ -90,7 +100,7 @@ class ClaudeClient:
             connecting.cancel()  # its own cleanup is quick once the CLI is gone
             await asyncio.wait([connecting], timeout=RELEASE_TIMEOUT)
             process = process or self.process
-        disconnect = asyncio.ensure_future(self.sdk.disconnect())
+        disconnect = self._scope.create_task(self.sdk.disconnect(), name="Claude Code disconnect")
         await asyncio.wait([disconnect], timeout=DISCONNECT_GRACE)
         if not disconnect.done() and process is not None:
             await _stop(process)

@@ -12,11 +12,12 @@ import contextlib
 import json
 import os
 from collections import deque
-from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine, Mapping
 from pathlib import Path
 from typing import Any
 
 from backline.processes import STOP_STEP_TIMEOUT, spawn, stop_process
+from backline.tasks import TaskScope
 
 from .config import Launch
 
@@ -40,7 +41,8 @@ class _Process:
     def __init__(self, process: asyncio.subprocess.Process) -> None:
         self.process = process
         self._tail: deque[str] = deque(maxlen=STDERR_TAIL_LINES)
-        self._stderr = asyncio.ensure_future(self._read_stderr())
+        self._scope = TaskScope(f"agent process {process.pid}")  # the stderr reader, until stop()
+        self._stderr = self._scope.create_task(self._read_stderr(), name="agent stderr")
 
     @classmethod
     async def start(
@@ -101,8 +103,7 @@ class _Process:
                 self.process, interrupt_first=interrupt_first, step_timeout=step_timeout
             )
         finally:
-            self._stderr.cancel()
-            await asyncio.wait([self._stderr], timeout=STDERR_TIMEOUT)
+            await self._scope.aclose(STDERR_TIMEOUT)
 
 
 class _Agent:
@@ -247,11 +248,14 @@ async def _close(process: _Process) -> None:
     await process.stop(step_timeout=EXIT_TIMEOUT)
 
 
-async def _finish(work: Awaitable[None]) -> None:
+async def _finish(work: Coroutine[Any, Any, None]) -> None:
     """Run ``work`` to its end even if the caller is cancelled meanwhile (then re-raise)."""
-    task = asyncio.ensure_future(work)
+    scope = TaskScope("closing the agent's process", log_failures=False)  # ``work`` raises here
+    task = scope.create_task(work)
     try:
         await asyncio.shield(task)
     except asyncio.CancelledError:
         await asyncio.wait([task])  # bounded: every step of the work is
         raise
+    finally:
+        await scope.aclose()  # only if cancelled again meanwhile: then it is cut (bounded)

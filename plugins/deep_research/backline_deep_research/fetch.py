@@ -14,6 +14,8 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urljoin, urlsplit, urlunsplit
 
+from backline.tasks import TaskScope
+
 from .config import ResearchLimits
 
 if TYPE_CHECKING:
@@ -93,6 +95,9 @@ class Fetcher:
         self.limits = limits
         self.rate = HostRateLimiter(limits.host_interval)
         self._robots: dict[str, asyncio.Task[urllib.robotparser.RobotFileParser]] = {}
+        # The robots.txt reads, shared by the fetches to a host: each fetch reads the
+        # outcome (log_failures=False), and aclose() cuts what still runs.
+        self._robots_reads = TaskScope("robots.txt reads", log_failures=False)
 
     @staticmethod
     def make_client(limits: ResearchLimits) -> httpx.AsyncClient:
@@ -149,9 +154,11 @@ class Fetcher:
         origin = _origin(url)
         task = self._robots.get(origin)
         if task is None:
-            # Shared by every fetch to this host; owned by the round (its task group
-            # cancels the fetches, and a robots task no one awaits finishes alone).
-            task = asyncio.ensure_future(self._read_robots(origin))
+            # Shared by every fetch to this host (one cancelled fetch does not cancel
+            # it); the fetcher's until aclose().
+            task = self._robots_reads.create_task(
+                self._read_robots(origin), name=f"robots.txt of {origin}"
+            )
             self._robots[origin] = task
         rules = await asyncio.shield(task)
         return rules.can_fetch(USER_AGENT, url)
@@ -181,11 +188,7 @@ class Fetcher:
 
     async def aclose(self) -> None:
         """Cancel robots.txt reads still running (a closed round leaves no task)."""
-        tasks = [t for t in self._robots.values() if not t.done()]
-        for task in tasks:
-            task.cancel()
-        if tasks:
-            await asyncio.gather(*tasks, return_exceptions=True)
+        await self._robots_reads.aclose()
 
 
 async def read_capped(response: Any, cap: int) -> bytes:

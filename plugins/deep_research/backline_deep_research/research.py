@@ -12,12 +12,13 @@ import asyncio
 import contextlib
 import logging
 import re
-from collections.abc import Awaitable
+from collections.abc import Coroutine
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from backline.limits import truncate_text
+from backline.tasks import TaskScope
 
 from . import prompts
 from . import state as st
@@ -133,16 +134,17 @@ class ResearchRound:
         self.ctx.set_state(st.clarifying(self.topic))
         if not wants_just_start(self.question):
             await self._clarify()
-        # Owned here: cancelled and awaited when the round ends, however it ends.
-        steer = asyncio.ensure_future(self._steer())
+        # Steering runs beside the research: cancelled and awaited (bounded) when the
+        # round ends, however it ends; how it ended is read here.
+        scope = TaskScope("deep_research steering", log_failures=False)
+        steer = scope.create_task(self._steer(), name="deep_research steering")
         try:
             async with self.ctx.turn():
                 return await self._research()
         finally:
-            steer.cancel()
-            for result in await asyncio.gather(steer, return_exceptions=True):
-                if isinstance(result, Exception):
-                    logger.warning("steering stopped: %s", result)
+            await scope.aclose()
+            if steer.done() and not steer.cancelled() and steer.exception() is not None:
+                logger.warning("steering stopped: %s", steer.exception())
 
     async def _research(self) -> Outcome:
         angles = await self._plan()
@@ -235,19 +237,19 @@ class ResearchRound:
             del self.steering[: -self.limits.steering_notes]
             await self._say(STEER_ACK.format(note=message.strip()))
 
-    async def _until_stopped(self, work: Awaitable[T], *, default: T) -> T:
+    async def _until_stopped(self, work: Coroutine[Any, Any, T], *, default: T) -> T:
         """``work``'s result, or ``default`` if the user says "stop" first (work cancelled)."""
         if self.stopped.is_set():
+            work.close()
             return default
-        task = asyncio.ensure_future(work)
-        stop = asyncio.ensure_future(self.stopped.wait())
+        scope = TaskScope("deep_research step", log_failures=False)  # work's failure: raised
+        task = scope.create_task(work)
+        stop = scope.create_task(self.stopped.wait())
         try:
             await asyncio.wait({task, stop}, return_when=asyncio.FIRST_COMPLETED)
         finally:
-            for t in (task, stop):
-                t.cancel()
-            await asyncio.gather(task, stop, return_exceptions=True)
-        if task.cancelled():
+            await scope.aclose()
+        if task.cancelled() or not task.done():  # stopped (or abandoned at the bound)
             return default
         return task.result()
 

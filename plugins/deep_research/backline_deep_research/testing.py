@@ -24,6 +24,7 @@ from html import escape, unescape
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
+from backline.tasks import TaskScope
 from backline.testing import LLMRequest, ScriptedLLM
 
 from .prompts import stage_of
@@ -92,7 +93,7 @@ class CorpusServer:
         self.search_results = dict(search_results or {})
         self.requests: list[ServedRequest] = []
         self._server: asyncio.Server | None = None
-        self._handlers: set[asyncio.Task[None]] = set()
+        self._handlers = TaskScope("corpus server connections")  # cancelled at aclose()
         self._arrived = asyncio.Condition()
         self.port = 0
 
@@ -124,18 +125,16 @@ class CorpusServer:
     async def aclose(self) -> None:
         if self._server is not None:
             self._server.close()
-        handlers = list(self._handlers)
-        for task in handlers:
-            task.cancel()
-        await asyncio.gather(*handlers, return_exceptions=True)
+        await self._handlers.aclose()
         if self._server is not None:
             await self._server.wait_closed()
             self._server = None
 
     def _accept(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        task = asyncio.ensure_future(self._handle(reader, writer))
-        self._handlers.add(task)
-        task.add_done_callback(self._handlers.discard)
+        if self._handlers.closed:  # a connection the closing server accepted last
+            writer.close()
+            return
+        self._handlers.create_task(self._handle(reader, writer), name="corpus server connection")
 
     async def _handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         try:

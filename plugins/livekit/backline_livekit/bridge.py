@@ -34,6 +34,7 @@ from livekit.agents.voice.events import (
 from livekit.agents.voice.events import ErrorEvent as LKErrorEvent
 
 from backline import Agent, ErrorEvent, Session, SpeechHandle
+from backline.tasks import TaskScope
 from backline.voice.events import AgentStateChanged, SpeechCreated, UserStateChanged
 
 from . import _state
@@ -99,6 +100,9 @@ class LiveKitBridge:
         self._replies: deque[LKSpeechHandle] = deque()
         self._slot: TurnSlot | None = None
         self._syncing = False
+        # The bridge's close, shared by whoever asks for it (aclose(), LiveKit's session
+        # ending); they await it and read how it ended.
+        self._scope = TaskScope("livekit bridge", log_failures=False)
         self._close_task: asyncio.Task[None] | None = None
         self._close_started = asyncio.Event()
         session.on("speech_created", self._on_speech_created)
@@ -146,14 +150,18 @@ class LiveKitBridge:
 
     async def aclose(self, *, drain: bool = False) -> None:
         """Close the backline session (with ``drain``, its current speech may finish
-        first), then LiveKit's. Idempotent and bounded."""
+        first), then LiveKit's. Idempotent and bounded. A cancelled ``aclose()`` stops
+        waiting; the close goes on (bounded: the session's close, then ``close_timeout``)."""
         self._start_closing(drain)
         assert self._close_task is not None
         await asyncio.shield(self._close_task)
+        await self._scope.aclose()  # the close is done: nothing of the bridge is left
 
     def _start_closing(self, drain: bool) -> None:
         if self._close_task is None:
-            self._close_task = asyncio.ensure_future(self._aclose(drain))
+            self._close_task = self._scope.create_task(
+                self._aclose(drain), name="livekit bridge close"
+            )
             self._close_started.set()
 
     async def wait_closed(self) -> None:

@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 from ..limits import DEFAULT_LIMITS, Limits
 from ..llm.tool_output import snapshot_tool_output
+from ..tasks import TaskScope
 
 if TYPE_CHECKING:
     from ..background.context import BackgroundContext
@@ -262,15 +263,14 @@ class VoiceChannel:
 
     async def _wait(self, seconds: float) -> None:
         """Until a message may be taken, the hold changes, the session closes, or ``seconds``."""
-        waiting: set[asyncio.Future[bool]] = {asyncio.ensure_future(self._hold_changed.wait())}
+        scope = TaskScope("voice channel wait")  # each of its waits ends at once when cancelled
+        waiting: set[asyncio.Future[bool]] = {scope.create_task(self._hold_changed.wait())}
         if not self._held:
-            waiting.add(asyncio.ensure_future(self.ctx.wait_for_message(seconds)))
+            waiting.add(scope.create_task(self.ctx.wait_for_message(seconds)))
         try:
             await asyncio.wait(waiting, timeout=seconds, return_when=asyncio.FIRST_COMPLETED)
         finally:
-            for task in waiting:
-                task.cancel()
-            await asyncio.wait(waiting)  # each ends at once
+            await scope.aclose()
 
 
 async def _report(progress: Progress, waited: float, total: float) -> None:

@@ -24,7 +24,7 @@ from typing import Any, TextIO
 
 from ..limits import DEFAULT_LIMITS, Limits
 from ..llm.tools import FunctionTool, ToolError
-from ..tasks import TaskScope
+from ..tasks import TaskScope, done_within
 from ..voice.parts import PartHost
 from ._config import MCPServerConfig, MCPServerHTTP, MCPServerStdio, check_servers
 
@@ -264,10 +264,13 @@ class _Server:
         async def on_progress(progress: float, total: float | None, message: str | None) -> None:
             updates.put_nowait(message or _fraction(progress, total))
 
-        call = asyncio.ensure_future(connection.call(tool, arguments, on_progress))
+        # The call and the wait for its next progress, raced against the timeout; both
+        # end with this method (a failed call is its result, read below).
+        scope = TaskScope(f"call of {what}", log_failures=False)
+        call = scope.create_task(connection.call(tool, arguments, on_progress), name=what)
         try:
             while True:
-                update = asyncio.ensure_future(updates.get())
+                update = scope.create_task(updates.get(), name=f"progress of {what}")
                 done, _ = await asyncio.wait(
                     {call, update}, timeout=self.timeout, return_when=asyncio.FIRST_COMPLETED
                 )
@@ -285,11 +288,7 @@ class _Server:
                     "next call starts the server again."
                 )
         finally:
-            if not call.done():
-                call.cancel()
-                await asyncio.wait([call], timeout=CLOSE_TIMEOUT)
-                if call.done() and not call.cancelled():
-                    call.exception()  # what a stopped call ended with is not news
+            await scope.aclose(CLOSE_TIMEOUT)  # a call still running is stopped
         try:
             result = call.result()
         except ToolError:
@@ -338,13 +337,14 @@ class _Connection:
         self._client: Any = None
         self._ready: asyncio.Future[None] | None = None
         self._stop = asyncio.Event()
+        self._scope = TaskScope(f"MCP server {config.name}")  # the holder task
         self._task: asyncio.Task[None] | None = None
         self._stderr: TextIO | None = None
 
     async def open(self) -> None:
         loop = asyncio.get_running_loop()
         self._ready = loop.create_future()
-        self._task = loop.create_task(self._hold(), name=f"MCP server {self.config.name}")
+        self._task = self._scope.create_task(self._hold(), name=f"MCP server {self.config.name}")
         try:
             await asyncio.shield(self._ready)
         except BaseException:
@@ -443,31 +443,31 @@ class _Connection:
         process group terminated, each step bounded by the ``mcp`` package)."""
         self.broken = True
         self._stop.set()
-        task = self._task
-        if task is None or task.done():
-            return
-        _, pending = await asyncio.wait([task], timeout=CLOSE_TIMEOUT)
-        if pending:  # stuck (a server that never answered): cut it
-            task.cancel()
-            await asyncio.wait([task], timeout=CLOSE_TIMEOUT)
+        try:
+            if self._task is not None:
+                await done_within(self._task, CLOSE_TIMEOUT)  # the client exits its context
+        finally:
+            # Still running (a server that never answered, or this close was cancelled):
+            # cut it (the mcp package stops a stdio server's process, shielded).
+            await self._scope.aclose(CLOSE_TIMEOUT)
 
 
 async def _all_or_none(work: list[Coroutine[Any, Any, Any]]) -> list[Any]:
     """Run ``work`` concurrently; at the first failure cancel the rest (and wait for
-    them), then raise it. Nothing is left running either way."""
-    tasks = [asyncio.ensure_future(w) for w in work]
-    if not tasks:
-        return []
+    them), then raise it (the first failed in ``work``'s order, not a group). Nothing is
+    left running either way."""
+    tasks: list[asyncio.Task[Any]] = []
+    failed: BaseException | None = None
     try:
-        await asyncio.wait(tasks, return_when=asyncio.FIRST_EXCEPTION)
-    finally:
-        for task in tasks:
-            task.cancel()
-        await asyncio.wait(tasks)
-    for task in tasks:
-        error = None if task.cancelled() else task.exception()
-        if error is not None:
-            raise error
+        async with asyncio.TaskGroup() as group:
+            tasks = [group.create_task(w) for w in work]
+    except BaseExceptionGroup as errors:
+        failed = next(
+            (t.exception() for t in tasks if t.done() and not t.cancelled() and t.exception()),
+            errors,
+        )
+    if failed is not None:
+        raise failed
     return [task.result() for task in tasks]
 
 
