@@ -118,7 +118,7 @@ async def time_calls(tool: Any, calls: int, warmup: int) -> dict[str, float]:
 async def bench_tools(calls: int, warmup: int, server_file: Path) -> list[dict[str, Any]]:
     import uvicorn
 
-    from backline.mcp._host import stop_sse_watchers
+    from backline.mcp.channel import stop_sse_watchers
 
     @function_tool
     def lookup(key: str) -> str:

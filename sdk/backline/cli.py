@@ -211,7 +211,7 @@ web = _web_command()
 
 
 def _mcp_command() -> click.Command:
-    from .mcp._command import mcp_command  # cheap: mcp loads when a subcommand runs
+    from .mcp.channel import mcp_command  # cheap: mcp loads when a subcommand runs
 
     return mcp_command
 

@@ -237,7 +237,7 @@ async def test_a_wait_ends_with_an_error_when_the_session_closes(
 async def test_progress_is_reported_while_waiting(
     client: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr("backline.mcp._channel.KEEPALIVE_SECONDS", 0.01)
+    monkeypatch.setattr("backline.mcp.channel._channel.KEEPALIVE_SECONDS", 0.01)
     reports: list[tuple[float, float | None, str | None]] = []
 
     async def on_progress(progress: float, total: float | None, message: str | None) -> None:

@@ -13,8 +13,8 @@ import pytest
 from click.testing import CliRunner
 
 from backline.cli import make_cli
-from backline.mcp._discovery import announce
-from backline.mcp._snippets import Target, snippet
+from backline.mcp.channel._discovery import announce
+from backline.mcp.channel._snippets import Target, snippet
 
 
 def run(*args: str) -> Any:

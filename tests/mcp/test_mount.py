@@ -290,7 +290,7 @@ async def test_an_agents_servers_run_while_it_runs(pids: Path) -> None:
 async def test_a_server_over_streamable_http(tmp_path: Path) -> None:
     import uvicorn
 
-    from backline.mcp._host import stop_sse_watchers
+    from backline.mcp.channel import stop_sse_watchers
     from tests.mcp.weather_server import build
 
     sock = socket.socket()

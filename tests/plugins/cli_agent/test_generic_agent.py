@@ -170,7 +170,7 @@ async def test_without_a_command_an_agent_you_start_attaches_over_mcp(drive: Any
 
 
 def _token_of(driver: BackgroundDriver) -> str:
-    from backline.mcp._hosting import _shared
+    from backline.mcp.channel._hosting import _shared
 
     shared = _shared[asyncio.get_running_loop()]
     assert shared.host is not None

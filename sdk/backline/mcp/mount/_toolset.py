@@ -18,15 +18,13 @@ import contextlib
 import json
 import logging
 import re
-import tempfile
 from collections.abc import Callable, Collection, Coroutine, Mapping, Sequence
-from typing import Any, TextIO
+from typing import Any, Protocol, TextIO
 
-from ..limits import DEFAULT_LIMITS, Limits
-from ..llm.tools import FunctionTool, ToolError
-from ..tasks import TaskScope, done_within
-from ..voice.parts import PartHost
-from ._config import MCPServerConfig, MCPServerHTTP, MCPServerStdio, check_servers
+from ...limits import DEFAULT_LIMITS, Limits
+from ...llm.tools import FunctionTool, ToolError
+from ...tasks import TaskScope, done_within
+from ...voice.parts import PartHost
 
 logger = logging.getLogger("backline.mcp")
 
@@ -42,9 +40,25 @@ def mounted_name(server: str, tool: str) -> str:
     return f"{server}{SEPARATOR}{_INVALID.sub('_', tool)}"
 
 
-def toolset_for(servers: Sequence[Any], *, owner: str) -> McpToolset:
-    """A toolset for ``Session``/``Agent(mcp_servers=...)`` (checked: configs, unique names)."""
-    return McpToolset(check_servers(servers, where=owner), owner=owner)
+class ServerConfig(Protocol):
+    """One MCP server to mount, as the toolset uses it (``MCPServerStdio`` and
+    ``MCPServerHTTP`` are two)."""
+
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def where(self) -> str:
+        """Where it runs, for messages (its command, or its URL)."""
+        ...
+
+    @property
+    def timeout(self) -> float | None: ...
+
+    def transport(self, stack: contextlib.AsyncExitStack) -> tuple[Any, TextIO | None]:
+        """The ``mcp`` client transport that reaches it, entered on ``stack`` (and the
+        file its stderr goes to, for a process)."""
+        ...
 
 
 class McpToolset:
@@ -60,7 +74,7 @@ class McpToolset:
     them all (bounded).
     """
 
-    def __init__(self, servers: Sequence[MCPServerConfig], *, owner: str) -> None:
+    def __init__(self, servers: Sequence[ServerConfig], *, owner: str) -> None:
         self.owner = owner
         self._session: PartHost | None = None
         self._servers = [_Server(self, config) for config in servers]
@@ -174,7 +188,7 @@ class McpToolset:
 class _Server:
     """One mounted server: its tools and its (re)connection."""
 
-    def __init__(self, toolset: McpToolset, config: MCPServerConfig) -> None:
+    def __init__(self, toolset: McpToolset, config: ServerConfig) -> None:
         self.toolset = toolset
         self.config = config
         self.tools: list[FunctionTool] = []
@@ -330,7 +344,7 @@ class _Connection:
     """One ``mcp.Client``, entered and exited by a task of its own (anyio's scopes
     require it); other tasks call through it. ``broken``: start a new one."""
 
-    def __init__(self, config: MCPServerConfig, on_tools_changed: Callable[[], None]) -> None:
+    def __init__(self, config: ServerConfig, on_tools_changed: Callable[[], None]) -> None:
         self.config = config
         self.broken = False
         self._on_tools_changed = on_tools_changed
@@ -368,27 +382,9 @@ class _Connection:
                 raise
 
     def _client_for(self, stack: contextlib.AsyncExitStack) -> Any:
-        from mcp import Client, StdioServerParameters
-        from mcp.client.stdio import stdio_client
-        from mcp.client.streamable_http import streamable_http_client
-        from mcp.shared._httpx_utils import create_mcp_http_client
+        from mcp import Client
 
-        config = self.config
-        if isinstance(config, MCPServerStdio):
-            stderr = tempfile.TemporaryFile("w+", encoding="utf-8")  # noqa: SIM115 - the stack closes it
-            self._stderr = stack.enter_context(stderr)
-            params = StdioServerParameters(
-                command=config.command,
-                args=list(config.args),
-                env=dict(config.env) if config.env else None,
-                cwd=config.cwd,
-            )
-            transport = stdio_client(params, errlog=self._stderr)
-        else:
-            assert isinstance(config, MCPServerHTTP)
-            http = create_mcp_http_client(headers=dict(config.headers or {}))
-            transport = streamable_http_client(config.url, http_client=http)
-            stack.push_async_callback(http.aclose)
+        transport, self._stderr = self.config.transport(stack)
         # The initialize handshake: every MCP server speaks it, and its tools/list_changed
         # notifications reach the message handler (2026-07-28 needs a subscription).
         return Client(transport, message_handler=self._on_message, mode="legacy")

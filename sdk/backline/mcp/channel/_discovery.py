@@ -19,6 +19,13 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
+TOOL_NAMES = ("send_to_user", "add_context", "set_status", "wait_for_user", "ask_user")
+"""The voice channel's MCP tools (an agent sees them as ``mcp__backline__<tool>`` in Claude
+Code)."""
+
+SERVER_NAME = "backline"
+"""The name the voice channel's MCP server has in agents' configurations."""
+
 ENV_URL = "BACKLINE_MCP_URL"
 """An MCP endpoint URL: the proxy uses it instead of looking for a front end."""
 ENV_TOKEN = "BACKLINE_MCP_TOKEN"

@@ -16,8 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from . import SERVER_NAME
-from ._discovery import ENV_RUNTIME_DIR, ENV_TOKEN
+from ._discovery import ENV_RUNTIME_DIR, ENV_TOKEN, SERVER_NAME
 
 CLIENTS = ("claude", "codex", "cursor", "gemini")
 

@@ -14,14 +14,18 @@ and headers are replaced from the environment, as Claude Code does.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
 import os
 import re
+import tempfile
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, TypeAlias
+from typing import Any, TextIO, TypeAlias
+
+from ._toolset import McpToolset
 
 _NAME = re.compile(r"^[A-Za-z0-9_-]{1,48}$")
 _VARIABLE = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")
@@ -58,11 +62,9 @@ class _Mountable:
     __slots__ = ()
 
     @classmethod
-    def session_part(cls, servers: Sequence[Any], *, owner: str) -> Any:
+    def session_part(cls, servers: Sequence[Any], *, owner: str) -> McpToolset:
         """The part that mounts ``servers``' tools (checked: configs, unique names)."""
-        from ._mount import toolset_for
-
-        return toolset_for(servers, owner=owner)
+        return McpToolset(check_servers(servers, where=owner), owner=owner)
 
 
 @dataclass(frozen=True)
@@ -96,6 +98,21 @@ class MCPServerStdio(_Mountable):
     def where(self) -> str:
         return " ".join([self.command, *self.args])
 
+    def transport(self, stack: contextlib.AsyncExitStack) -> tuple[Any, TextIO | None]:
+        """The ``mcp`` stdio transport (the process's stderr goes to a file, kept for
+        the error a failed start reports)."""
+        from mcp import StdioServerParameters
+        from mcp.client.stdio import stdio_client
+
+        stderr = stack.enter_context(tempfile.TemporaryFile("w+", encoding="utf-8"))  # noqa: SIM115 - the stack closes it
+        params = StdioServerParameters(
+            command=self.command,
+            args=list(self.args),
+            env=dict(self.env) if self.env else None,
+            cwd=self.cwd,
+        )
+        return stdio_client(params, errlog=stderr), stderr
+
 
 @dataclass(frozen=True)
 class MCPServerHTTP(_Mountable):
@@ -118,6 +135,15 @@ class MCPServerHTTP(_Mountable):
     @property
     def where(self) -> str:
         return self.url
+
+    def transport(self, stack: contextlib.AsyncExitStack) -> tuple[Any, TextIO | None]:
+        """The ``mcp`` streamable-HTTP transport (its HTTP client closed with ``stack``)."""
+        from mcp.client.streamable_http import streamable_http_client
+        from mcp.shared._httpx_utils import create_mcp_http_client
+
+        http = create_mcp_http_client(headers=dict(self.headers or {}))
+        stack.push_async_callback(http.aclose)
+        return streamable_http_client(self.url, http_client=http), None
 
 
 MCPServerConfig: TypeAlias = MCPServerStdio | MCPServerHTTP

@@ -19,12 +19,12 @@ import weakref
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from ..limits import DEFAULT_LIMITS, Limits
-from ..llm.tool_output import snapshot_tool_output
-from ..tasks import TaskScope
+from ...limits import DEFAULT_LIMITS, Limits
+from ...llm.tool_output import snapshot_tool_output
+from ...tasks import TaskScope
 
 if TYPE_CHECKING:
-    from ..background.context import BackgroundContext
+    from ...background.context import BackgroundContext
 
 logger = logging.getLogger("backline.mcp")
 

@@ -21,8 +21,8 @@ from starlette.responses import PlainTextResponse
 from starlette.routing import Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from ..http_host import HttpHost, host_is_loopback, origin_is_loopback
-from ..limits import DEFAULT_LIMITS, Limits
+from ...http_host import HttpHost, host_is_loopback, origin_is_loopback
+from ...limits import DEFAULT_LIMITS, Limits
 from ._channel import ChannelError, Progress
 from ._registry import SessionRegistry
 from ._tools import build_channel_server, run_on_channel

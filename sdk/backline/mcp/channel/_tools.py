@@ -17,8 +17,8 @@ from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from pydantic import Field, WithJsonSchema
 
-from . import SERVER_NAME, TOOL_NAMES
 from ._channel import ChannelError, Progress, VoiceChannel
+from ._discovery import SERVER_NAME, TOOL_NAMES
 
 INSTRUCTIONS = """\
 You work for a person who talks to you through a voice assistant; you never talk to \

@@ -14,11 +14,11 @@ import secrets
 import weakref
 from typing import TYPE_CHECKING, Any
 
-from ..background.runtime import background_of
+from ...background.runtime import background_of
 from ._channel import CLOSED, ChannelError, VoiceChannel
 
 if TYPE_CHECKING:
-    from ..voice.session import Session
+    from ...voice.session import Session
 
 
 class SessionRegistry:

@@ -22,15 +22,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ..background.runtime import background_of
-from ..limits import DEFAULT_LIMITS, Limits
-from ..tasks import TaskScope, done_within
-from ..voice.observers import add_session_observer, remove_session_observer
+from ...background.runtime import background_of
+from ...limits import DEFAULT_LIMITS, Limits
+from ...tasks import TaskScope, done_within
+from ...voice.observers import add_session_observer, remove_session_observer
 from ._discovery import ENV_PORT, ENV_TOKEN, announce, withdraw
 from ._registry import SessionRegistry
 
 if TYPE_CHECKING:
-    from ..background.context import BackgroundContext
+    from ...background.context import BackgroundContext
     from ._host import ChannelHost
 
 logger = logging.getLogger("backline.mcp")
@@ -104,7 +104,7 @@ class _Shared:
         # Imported here, on the event loop's thread: importing in another thread races
         # with imports of the same packages elsewhere (claude-agent-sdk imports mcp too),
         # and Python's import locks then fail one of them.
-        module = importlib.import_module("backline.mcp._host")
+        module = importlib.import_module("backline.mcp.channel._host")
         token = os.environ.get(ENV_TOKEN) or None
         port = _port_from_env()
         host: ChannelHost = module.ChannelHost(
