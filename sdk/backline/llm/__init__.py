@@ -8,7 +8,6 @@ not pay for the kit. The Anthropic adapter lives in ``backline.llm.anthropic`` a
 imported on demand (it pulls in the ``anthropic`` package).
 """
 
-from importlib import import_module
 from typing import TYPE_CHECKING, Any
 
 from .chat_context import (
@@ -146,6 +145,13 @@ def __getattr__(name: str) -> Any:
     module = _KIT.get(name)
     if module is None:
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(import_module(f".{module}", __name__), name)
+    if module == "pairing":
+        from . import pairing
+
+        value = getattr(pairing, name)
+    else:
+        from . import provider
+
+        value = getattr(provider, name)
     globals()[name] = value  # found directly from now on
     return value

@@ -15,7 +15,7 @@ pays for the hook markers.
 
 from __future__ import annotations
 
-import importlib
+from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
 from ._hookspecs import OBSERVER_HOOKS, PROJECT_NAME, REGISTRATION_HOOKS, hookimpl, hookspec
@@ -104,9 +104,50 @@ def __getattr__(name: str) -> Any:
     module = _LAZY.get(name)
     if module is None:
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(module, __name__), name)
+    value = getattr(_module(module), name)
     globals()[name] = value
     return value
+
+
+def _module(name: str) -> ModuleType:
+    """One of this package's modules, imported on first use (spelled out, so every
+    import is one a reader, and a linter, can follow)."""
+    if name == "._discovery":
+        from . import _discovery
+
+        return _discovery
+    elif name == "._errors":
+        from . import _errors
+
+        return _errors
+    elif name == "._manager":
+        from . import _manager
+
+        return _manager
+    elif name == "._registry":
+        from . import _registry
+
+        return _registry
+    elif name == "._core_kinds":
+        from . import _core_kinds
+
+        return _core_kinds
+    elif name == "._options":
+        from . import _options
+
+        return _options
+    elif name == "._info":
+        from . import _info
+
+        return _info
+    elif name == "._kinds":
+        from . import _kinds
+
+        return _kinds
+    else:
+        from . import _scaffold
+
+        return _scaffold
 
 
 def __dir__() -> list[str]:

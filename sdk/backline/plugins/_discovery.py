@@ -6,8 +6,6 @@ Nothing here imports a plugin: a ``Candidate`` knows how to load one, and the
 
 from __future__ import annotations
 
-import functools
-import importlib
 import re
 from collections.abc import Callable, Collection, Iterable
 from dataclasses import dataclass
@@ -82,6 +80,19 @@ class Selection:
         return found
 
 
+def _builtin_loader(module: str) -> Callable[[], object]:
+    """How a built-in plugin's module is imported (by name, as an installed plugin's)."""
+
+    def load() -> object:
+        if module == "backline.plugins._builtin":
+            from . import _builtin
+
+            return _builtin
+        raise ImportError(f"no built-in plugin module {module!r}")  # pragma: no cover
+
+    return load
+
+
 def builtin_candidates() -> list[Candidate]:
     from .._version import __version__
 
@@ -89,7 +100,7 @@ def builtin_candidates() -> list[Candidate]:
         Candidate(
             name=name,
             module=module,
-            load=functools.partial(importlib.import_module, module),
+            load=_builtin_loader(module),
             distribution="backline",
             version=__version__,
             builtin=True,

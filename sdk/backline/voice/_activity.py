@@ -15,6 +15,7 @@ from ..llm.llm import LLM
 from ..llm.tools import FunctionTool, ToolError
 from ..tasks import CancelWhenDone, TaskScope, done_within, emptied, first_completed
 from ._context import current_call, current_on_enter
+from ._session_tools import taken_by_others
 from ._tool_runner import ToolRunner
 from .agent import Agent, AgentTask
 from .events import ErrorEvent
@@ -327,7 +328,8 @@ class AgentActivity:
         started = []
         try:
             for part in parts:
-                await part.start(session._public, {*self.tool_map(), *session._toolbox.reserved})
+                taken = taken_by_others(part, self.tool_map(), session._toolbox)
+                await part.start(session._public, taken)
                 started.append(part)
         except BaseException:
             for part in reversed(started):

@@ -11,6 +11,15 @@ from .agent import Agent, check_tool_names
 from .parts import SessionPart
 
 
+def taken_by_others(
+    part: SessionPart, tools: Iterable[str], toolbox: SessionTools
+) -> frozenset[str]:
+    """The tool names ``part``'s tools must not take: every name in use (``tools``, the
+    reserved ones) but the part's own."""
+    own = {t.name for t in part.tools} | set(part.reserved_names())
+    return frozenset({*tools, *toolbox.reserved} - own)
+
+
 class SessionTools:
     """The session-level tools (``tools=`` and the parts'), checked once: a clash
     fails the session's construction, never half-applied."""

@@ -26,7 +26,7 @@ from ._away import Hold
 from ._closing import Closing
 from ._handoffs import Switches
 from ._replies import generate
-from ._session_tools import SessionTools
+from ._session_tools import SessionTools, taken_by_others
 from ._tool_runner import ToolRunner
 from ._transcript import Transcript, state_changed
 from ._user import UserPresence
@@ -237,7 +237,7 @@ class Session(Generic[UserdataT]):
         toolbox = self._toolbox
         try:
             for part in toolbox.parts:
-                await part.start(self, {*activity.tool_map(), *toolbox.reserved})
+                await part.start(self, taken_by_others(part, activity.tool_map(), toolbox))
                 toolbox.changed()
         except BaseException:
             await self.aclose()

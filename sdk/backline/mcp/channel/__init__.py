@@ -10,7 +10,7 @@ proxy load ``mcp`` on first use.
 
 from __future__ import annotations
 
-import importlib
+from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
 from ._channel import ChannelError, VoiceChannel, limits_of
@@ -36,9 +36,25 @@ def __getattr__(name: str) -> Any:
     module_name = _LAZY.get(name)
     if module_name is None:
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(module_name, __name__), name)
+    value = getattr(_module(module_name), name)
     globals()[name] = value
     return value
+
+
+def _module(name: str) -> ModuleType:
+    """A module of the channel, imported on first use (spelled out: every import is one
+    a reader, and a linter, can follow)."""
+    if name == "._host":
+        from . import _host
+
+        return _host
+    if name == "._tools":
+        from . import _tools
+
+        return _tools
+    from . import _command
+
+    return _command
 
 
 __all__ = [
