@@ -10,7 +10,7 @@ STAMP  := $(VENV)/.installed
 DEMO_PROJECTS := pyproject.toml plugins/claude_code/pyproject.toml
 DEMO_STAMP := $(VENV)/.installed-demo
 
-.PHONY: demo demo-research test lint bench dist clean
+.PHONY: demo demo-research test test-long lint bench dist clean
 
 $(STAMP): pyproject.toml $(PLUGIN_PROJECTS)
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -42,6 +42,13 @@ demo-research: $(RESEARCH_STAMP)
 test: lint
 	@command -v chromium >/dev/null 2>&1 || echo "make test: no Chromium found: the web browser tests will be skipped (apt-get install chromium)"
 	$(BIN)/python -m pytest -q
+
+# The randomized schedules at length (make test runs 500 examples, a new seed each run):
+# LONG_EXAMPLES examples, about 15 ms each on a 2-vCPU VM (20,000: about five minutes).
+LONG_EXAMPLES ?= 20000
+test-long: $(STAMP)
+	BACKLINE_HYPOTHESIS_EXAMPLES=$(LONG_EXAMPLES) $(BIN)/python -m pytest -q \
+		tests/test_randomized_schedule.py --hypothesis-profile=long --hypothesis-show-statistics
 
 lint: $(STAMP)
 	$(BIN)/ruff check .

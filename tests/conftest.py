@@ -137,7 +137,7 @@ def _examples(default: int) -> int:
 # per-test limit off for the property tests (see pytest_collection_modifyitems).
 settings.register_profile(
     "default",
-    max_examples=_examples(25),
+    max_examples=_examples(500),
     deadline=None,
     suppress_health_check=[HealthCheck.too_slow],
 )

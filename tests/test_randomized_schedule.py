@@ -103,8 +103,11 @@ class World:
     tasks_done: int = 0
     notes: int = 0
     handoffs: int = 0
-    # Silent notes sent while agents were switching: (text, handoffs seen at the time).
+    # Silent notes sent while agents were switching: (text, switches ended at the time).
+    # A switch ends with the session's _follow_switch; the note must be in the agent that
+    # is current then (the one the switch in progress when it was sent made current).
     following: list[tuple[str, int]] = field(default_factory=list)
+    switch_ends: int = 0
 
 
 # -- the model ------------------------------------------------------------------------
@@ -151,7 +154,7 @@ async def send_note(world: World, session: Session[Any], how: str) -> None:
     with contextlib.suppress(RuntimeError):  # closed meanwhile
         await ctx.send(note, silent=how == "silent")
         if how == "silent" and (session._switches.switching or session._switches.owed):
-            world.following.append((note, world.handoffs))
+            world.following.append((note, world.switch_ends))
 
 
 def deferred_job(world: World) -> Any:
@@ -311,14 +314,26 @@ def check(s: Session[Any], world: World, where: str) -> None:
             f"tools and {int(in_turn)} background turn"
         )
     check_pairs(s, where, world, closed=False)
-    stable = not (s._switches.switching or s._switches.owed)
-    if stable:
-        for note, seen in world.following:
-            if world.handoffs - seen <= 1 and not any(
-                note in str(getattr(it, "content", "")) for it in s.current_agent.chat_ctx.items
-            ):
-                v.append(f"{where}: {note}, sent during a switch, missed the new agent")
-        world.following.clear()
+
+
+def watch_switch_ends(session: Session[Any], world: World) -> None:
+    """At each switch's end (after it copied the silent notes made during it onto the
+    agent it made current): the notes sent while it was under way are in that agent."""
+    follow = session._follow_switch
+
+    async def followed() -> None:
+        await follow()
+        world.switch_ends += 1
+        agent = session.current_agent
+        for note, ends in list(world.following):
+            if ends < world.switch_ends:
+                world.following.remove((note, ends))
+                if not any(note in str(getattr(it, "content", "")) for it in agent.chat_ctx.items):
+                    world.violations.append(
+                        f"{note}, sent during a switch, missed the agent it made current"
+                    )
+
+    session._follow_switch = followed  # type: ignore[method-assign]
 
 
 async def scenario(
@@ -348,6 +363,7 @@ async def scenario(
     session.on("background_status", on_status)
     session.on("agent_handoff", on_handoff)
     session.on("agent_state_changed", on_state)
+    watch_switch_ends(session, world)
     await session.start(Worker(world, "A"))
     check(session, world, "start")
     for i, (kind, arg) in enumerate(actions):
@@ -491,3 +507,27 @@ def test_a_known_schedule_across_tasks_handoffs_and_background_turns() -> None:
     world = run_scenario(config, actions)
     assert world.violations == []
     assert world.accepted_finals and world.bg_turns >= 2 and world.handoffs >= 3
+
+
+def test_a_silent_note_sent_during_a_slow_handoff_reaches_the_new_agent() -> None:
+    """Issue 25, item 15: the long run's falsifying example (seed 7). The old agent's
+    ``on_exit`` takes 3 s; five user turns each ask for a handoff (two of them 1.5 s
+    apart); then a silent note is sent while a switch is under way (catalog 47, 190).
+
+    The note is sent after the switch made B current, while it retires A: it reaches
+    B, the agent that switch makes current. A user turn held during the switch then
+    hands off to A, a new agent with its own context (no note there, as no user turn
+    to B is): the checker used to count that second switch as the note's."""
+    config = Config(exit_delay=3.0, bg_turn=0.5, bg_silent=False)
+    actions: list[tuple[str, Any]] = [
+        ("turn", "handoff"),
+        ("turn", "handoff"),
+        ("turn", "handoff"),
+        ("turn", "handoff"),
+        ("turn", "handoff"),
+        ("bg_send", True),
+    ]
+    world = run_scenario(config, actions, pauses=[0.0, 0.0, 0.0, 1.5, 1.5, 0.0, 4.0])
+    assert world.violations == []
+    assert world.handoffs == 2 and world.notes == 1
+    assert world.following == [] and world.switch_ends == 2  # checked at its switch's end
