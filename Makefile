@@ -59,6 +59,7 @@ lint: $(STAMP)
 	$(BIN)/mypy --strict plugins/deep_research/backline_deep_research
 	$(BIN)/mypy --strict plugins/livekit/backline_livekit
 	$(BIN)/mypy --strict plugins/openai/backline_openai
+	$(BIN)/mypy --strict plugins/local_speech/backline_local_speech
 	PYTHONPATH=. $(BIN)/lint-imports
 
 # Every bench/*.py in turn (not _common.py), then bench/report.py: one summary of the

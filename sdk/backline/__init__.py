@@ -64,6 +64,7 @@ from .voice import (
     TextOutput,
     ToolReply,
     ToolUpdated,
+    UserInputTranscribed,
     UserState,
     UserStateChanged,
 )
@@ -143,6 +144,7 @@ __all__ = [
     "ToolReply",
     "ToolUpdated",
     "UpdatePromptArgs",
+    "UserInputTranscribed",
     "UserState",
     "UserStateChanged",
     "__version__",

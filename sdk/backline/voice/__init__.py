@@ -19,6 +19,7 @@ from .events import (
     SpeechCreated,
     ToolReply,
     ToolUpdated,
+    UserInputTranscribed,
     UserState,
     UserStateChanged,
 )
@@ -76,6 +77,7 @@ __all__ = [
     "TextOutput",
     "ToolReply",
     "ToolUpdated",
+    "UserInputTranscribed",
     "UserState",
     "UserStateChanged",
     "add_session_observer",

@@ -35,6 +35,16 @@ class UserStateChanged:
 
 
 @dataclass(frozen=True)
+class UserInputTranscribed:
+    """An interim transcript of what the user is saying (``push_interim_transcript``);
+    the final one arrives as a user turn (``conversation_item_added``)."""
+
+    text: str
+    final: bool = False
+    type: Literal["user_input_transcribed"] = "user_input_transcribed"
+
+
+@dataclass(frozen=True)
 class ConversationItemAdded:
     """An item entered the session history."""
 
@@ -168,6 +178,7 @@ class LLMMetrics:
 Event: TypeAlias = (
     AgentStateChanged
     | UserStateChanged
+    | UserInputTranscribed
     | ConversationItemAdded
     | FunctionToolsExecuted
     | SpeechCreated
@@ -186,6 +197,7 @@ Event: TypeAlias = (
 EventName: TypeAlias = Literal[
     "agent_state_changed",
     "user_state_changed",
+    "user_input_transcribed",
     "conversation_item_added",
     "function_tools_executed",
     "speech_created",

@@ -29,7 +29,7 @@ from ._replies import generate
 from ._session_tools import SessionTools, taken_by_others
 from ._tool_runner import ToolRunner
 from ._transcript import Transcript, state_changed
-from ._user import UserPresence
+from ._user import USER_AWAY_SIGNALS, UserAwaySignal, UserPresence
 from ._user_turns import UserTurns
 from .agent import Agent, AgentTask
 from .events import (
@@ -37,6 +37,7 @@ from .events import (
     CloseEvent,
     Event,
     EventName,
+    UserInputTranscribed,
     UserState,
 )
 from .io import InMemoryTextOutput, TextOutput
@@ -75,6 +76,7 @@ class Session(Generic[UserdataT]):
         tools: Sequence[FunctionTool] = (),
         parts: Iterable[SessionPart] = (),
         user_away_timeout: float | None = 15.0,
+        user_away_signal: UserAwaySignal = "audio",
         max_tool_steps: int = 5,
         userdata: UserdataT | None = None,
         output: TextOutput | None = None,
@@ -84,6 +86,10 @@ class Session(Generic[UserdataT]):
     ) -> None:
         if max_tool_steps < 0:
             raise ValueError("max_tool_steps must be >= 0")
+        if user_away_signal not in USER_AWAY_SIGNALS:
+            raise ValueError(
+                f"user_away_signal must be 'audio' or 'transcript', got {user_away_signal!r}"
+            )
         if limits is not None and not isinstance(limits, Limits):
             raise TypeError(f"limits must be a backline.Limits, got {type(limits).__name__}")
         self.limits: Limits = limits if limits is not None else DEFAULT_LIMITS
@@ -96,6 +102,7 @@ class Session(Generic[UserdataT]):
         self.max_tool_steps_message = max_tool_steps_message
         self._transcript = Transcript()
         self._user_away_timeout = user_away_timeout
+        self.user_away_signal: UserAwaySignal = user_away_signal
         self._reset_runtime()
 
     def _reset_runtime(self) -> None:
@@ -115,6 +122,7 @@ class Session(Generic[UserdataT]):
         self._turns = UserTurns(self, self._switches)
         self._user = UserPresence(
             self._user_away_timeout,
+            signal=self.user_away_signal,
             should_arm=self._away_may_arm,
             current_owner=self._current_activity,
             emit=self.emit,
@@ -352,7 +360,7 @@ class Session(Generic[UserdataT]):
         """
         if self._closing:
             return
-        self._user.set("speaking")
+        self._user.speech_started()
         if interrupt and self._switches.current is not None:
             self._switches.current.interrupt_all(force=False)
         self._refresh()
@@ -360,8 +368,20 @@ class Session(Generic[UserdataT]):
     def user_stopped_speaking(self) -> None:
         if self._closing:
             return
-        self._user.set("listening")
-        self._refresh()
+        if self._user.speech_stopped():
+            self._refresh()
+
+    def push_interim_transcript(self, text: str) -> None:
+        """An interim transcript of what the user is saying (the final one comes as a
+        user turn, ``push_user_turn``). Listeners get ``user_input_transcribed``; with
+        ``user_away_signal="transcript"`` it holds "away" off."""
+        if self._closing:
+            return
+        if self._transcript.wants("user_input_transcribed"):
+            self.emit(UserInputTranscribed(text=text, final=False))
+        if self._user.signal == "transcript":
+            self._user.interim()
+            self._refresh()
 
     def _user_went_away(self) -> None:
         if not self._closing:
@@ -461,7 +481,7 @@ class Session(Generic[UserdataT]):
         activity = self._switches.current
         return (
             self._agent_state == "listening"  # first: it fails fast all through a turn
-            and self._user.state == "listening"
+            and self._user.lets_timer_run()
             and self._started
             and not self._closing
             and activity is not None
