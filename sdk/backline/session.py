@@ -20,6 +20,7 @@ from .llm.realtime import RealtimeSession
 from .llm.tools import FunctionTool
 from .voice.io import TextOutput
 from .voice.parts import SessionPart, part_of
+from .voice import UserAwaySignal
 from .voice.session import MAX_TOOL_STEPS_MESSAGE
 from .voice.session import Session as _RuntimeSession
 
@@ -50,6 +51,7 @@ class Session(_RuntimeSession[UserdataT]):
         background: Iterable[BackgroundDefinition] | None = None,
         handling: HandlingOptions | None = None,
         user_away_timeout: float | None = 15.0,
+        user_away_signal: UserAwaySignal = "audio",
         max_tool_steps: int = 5,
         userdata: UserdataT | None = None,
         output: TextOutput | None = None,
@@ -70,6 +72,7 @@ class Session(_RuntimeSession[UserdataT]):
             tools=tools,
             parts=[*built, *parts],
             user_away_timeout=user_away_timeout,
+            user_away_signal=user_away_signal,
             max_tool_steps=max_tool_steps,
             userdata=userdata,
             output=output,

@@ -26,6 +26,7 @@ from .events import (
 from .io import InMemoryTextOutput, PlayoutResult, TextOutput
 from .observers import SessionObserver, add_session_observer, remove_session_observer
 from .parts import ReplyStatus, SessionPart
+from ._user import UserAwaySignal
 from .run_context import RunContext
 from .run_result import (
     AgentHandoffRunEvent,
@@ -77,6 +78,7 @@ __all__ = [
     "TextOutput",
     "ToolReply",
     "ToolUpdated",
+    "UserAwaySignal",
     "UserInputTranscribed",
     "UserState",
     "UserStateChanged",
