@@ -18,9 +18,9 @@ from .limits import Limits
 from .llm.llm import LLM
 from .llm.realtime import RealtimeSession
 from .llm.tools import FunctionTool
+from .voice import UserAwaySignal
 from .voice.io import TextOutput
 from .voice.parts import SessionPart, part_of
-from .voice import UserAwaySignal
 from .voice.session import MAX_TOOL_STEPS_MESSAGE
 from .voice.session import Session as _RuntimeSession
 

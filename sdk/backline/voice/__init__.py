@@ -1,5 +1,6 @@
 """The voice runtime: session, agents, speech handles, generation, tools, events."""
 
+from ._user import UserAwaySignal
 from .agent import Agent, AgentTask
 from .events import (
     AgentHandoffEvent,
@@ -26,7 +27,6 @@ from .events import (
 from .io import InMemoryTextOutput, PlayoutResult, TextOutput
 from .observers import SessionObserver, add_session_observer, remove_session_observer
 from .parts import ReplyStatus, SessionPart
-from ._user import UserAwaySignal
 from .run_context import RunContext
 from .run_result import (
     AgentHandoffRunEvent,
