@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import shutil
 import time
 from collections.abc import Iterator
@@ -145,6 +146,11 @@ async def voice_turns(stt_cls: Any, tts_cls: Any, turns: int) -> dict[str, Any]:
     await session.start(Agent("Answer."))
     speech_input = SpeechInput(session, stt=stt_cls(), vad=EnergyVAD())
     speech_input.start()
+    heard = asyncio.Event()
+    session.on(
+        "conversation_item_added",
+        lambda ev: heard.set() if getattr(ev.item, "role", None) == "user" else None,
+    )
     totals, shares, missed = [], [], 0
     try:
         for _ in range(turns):
@@ -159,9 +165,9 @@ async def voice_turns(stt_cls: Any, tts_cls: Any, turns: int) -> dict[str, Any]:
                 if was_speaking and not speech_input.speaking:
                     ended_at = time.perf_counter()
                 await asyncio.sleep(0)
-            deadline = time.perf_counter() + 30
-            while speech_input.turns == before and time.perf_counter() < deadline:
-                await asyncio.sleep(0.002)  # the final transcript comes from a worker thread
+            with contextlib.suppress(TimeoutError):  # the final comes from a worker thread
+                await asyncio.wait_for(heard.wait(), 30)
+            heard.clear()
             if not await session.wait_for_idle(timeout=30) or speech_input.turns == before:
                 missed += 1
                 continue
