@@ -4,6 +4,8 @@ One MCP server (``_tools``) behind one gate: a request must name this machine
 in ``Host`` and, if it has one, in ``Origin`` (else 403: a web page cannot reach
 the endpoint through DNS rebinding), and carry ``Authorization: Bearer <token>``
 (else 401). The path names the background session (``_registry``).
+Behind the gate, ``_connections`` ends a call whose client is gone and reclaims
+abandoned sessions.
 """
 
 from __future__ import annotations
@@ -11,7 +13,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import secrets
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Coroutine
 from typing import Any
 
 from mcp.server.mcpserver import Context
@@ -23,7 +25,9 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 
 from ...http_host import HttpHost, host_is_loopback, origin_is_loopback
 from ...limits import DEFAULT_LIMITS, Limits
+from ...tasks import TaskScope
 from ._channel import ChannelError, Progress
+from ._connections import Connections, client_gone
 from ._registry import SessionRegistry
 from ._tools import build_channel_server, run_on_channel
 
@@ -62,20 +66,26 @@ class ChannelHost:
         self.registry = registry
         self.token = token or secrets.token_urlsafe(24)
         mcp_server = build_channel_server(self._run)
-        # Built for its session manager; the routes and the gate are ours.
+        # Built for its session manager; the routes, the gate and the connections are
+        # ours. The manager's own limit and idle timeout stay as a backstop.
         mcp_server.streamable_http_app(
             max_sessions=limits.max_mcp_connections,
             # The gate below checks Host and Origin (answering 403, not 421).
             transport_security=TransportSecuritySettings(enable_dns_rebinding_protection=False),
         )
         manager = mcp_server.session_manager
+        self.connections = Connections(
+            manager.handle_request,
+            limit=limits.max_mcp_connections,
+            idle_timeout=limits.mcp_session_idle_timeout,
+        )
 
         @contextlib.asynccontextmanager
         async def lifespan(_: Starlette) -> AsyncIterator[None]:
-            async with manager.run():
+            async with manager.run(), self.connections.running():
                 yield
 
-        endpoint = _Endpoint(manager.handle_request)
+        endpoint = _Endpoint(self.connections)
         app = Starlette(
             routes=[
                 Route("/mcp/{background}", endpoint),
@@ -135,7 +145,26 @@ class ChannelHost:
         if not isinstance(background, str):
             raise ChannelError("This endpoint names no background session.")
         channel = self.registry.channel(params.get("key"), background)
-        return await run_on_channel(channel, tool, arguments, progress)
+        call = run_on_channel(channel, tool, arguments, progress)
+        gone = client_gone(request)
+        if gone is None:
+            return await call
+        return await _while_connected(call, gone)
+
+
+async def _while_connected(call: Coroutine[Any, Any, str], gone: asyncio.Event) -> str:
+    """``call``'s answer, or ``ChannelError`` once its client is gone (the call is then
+    cancelled: a wait ends, and takes none of the user's messages)."""
+    scope = TaskScope("voice channel call", log_failures=False)
+    task = scope.create_task(call, name="voice channel call")
+    watch = scope.create_task(gone.wait(), name="voice channel client")
+    try:
+        await asyncio.wait({task, watch}, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        await scope.aclose()  # the call too, when its client went first (or we are cancelled)
+    if task.cancelled():
+        raise ChannelError("The agent's connection closed, so the call was cancelled.")
+    return task.result()
 
 
 async def stop_sse_watchers() -> None:
