@@ -4,7 +4,16 @@ from __future__ import annotations
 
 import click
 
-from ._discovery import ENV_PORT, ENV_TOKEN, ENV_URL, announcements, from_environment, runtime_dir
+from ._discovery import (
+    ENV_PORT,
+    ENV_TOKEN,
+    ENV_URL,
+    Probe,
+    announcements,
+    from_environment,
+    probe,
+    runtime_dir,
+)
 
 MCP_HELP = """Let a coding agent (Claude Code, Codex, Cursor, Gemini CLI ...) talk to you
 through backline, over MCP.
@@ -116,14 +125,44 @@ def config(background_id: str, client: str | None, http: bool) -> None:
 
 @mcp_command.command("status")
 def status() -> None:
-    """Show the running front ends' MCP endpoints (what `backline mcp serve` would use)."""
+    """Show the running front ends' MCP endpoints (what `backline mcp serve` would use),
+    and check their tokens (exit status 1 when the one it would use is refused)."""
     given = from_environment()
+    refused = False
     if given is not None:
+        checked = probe(*given)
         click.echo(f"{ENV_URL} is set: agents use {given[0]}")
+        fix = (
+            f"unset {ENV_URL} and {ENV_TOKEN} (`backline mcp serve` then finds the running "
+            "front end by itself), or set the front end's token (`backline mcp config --http` "
+            "prints it)"
+        )
+        click.echo(f"  {_verdict(checked, f'the token in {ENV_TOKEN}', fix)}")
+        refused = checked.verdict == "refused"
     running = announcements()
     if not running:
         click.echo(f"No backline front end is running (none announced in {runtime_dir()}).")
-        return
     for i, found in enumerate(running):
-        mark = "  (used by `backline mcp serve`)" if i == 0 and given is None else ""
+        used = i == 0 and given is None
+        mark = "  (used by `backline mcp serve`)" if used else ""
         click.echo(f"{found.front_end} (pid {found.pid}): {found.url}/mcp/<background>{mark}")
+        checked = probe(found.url, found.token)
+        fix = "another program may answer on its port: restart the front end"
+        click.echo(f"  {_verdict(checked, f'its token (from {found.path})', fix)}")
+        refused = refused or (used and checked.verdict == "refused")
+    if refused:
+        raise click.exceptions.Exit(1)
+
+
+def _verdict(checked: Probe, token: str, fix: str) -> str:
+    """One line: what the endpoint said to ``token``."""
+    if checked.verdict == "accepted":
+        if checked.backgrounds is None:
+            return f"{token}: accepted"
+        serving = ", ".join(checked.backgrounds) or "no background session yet"
+        return f"{token}: accepted; serving {serving}"
+    if checked.verdict == "refused":
+        return f"{token}: REFUSED (401 Unauthorized), agents using it cannot connect: {fix}"
+    if checked.verdict == "unreachable":
+        return f"not reachable ({checked.detail}): the front end may have stopped"
+    return f"unexpected answer ({checked.detail}): is this a backline front end?"
