@@ -194,3 +194,22 @@ async def test_an_abandoned_session_is_reclaimed_once_idle_and_a_connected_agent
     assert gone == 404
     assert text_of(result) == "Status updated."
     assert host.connections.reclaimed == 1
+
+
+async def test_a_watched_wait_over_http_still_reports_progress(
+    hosting: Hosting, driver: BackgroundDriver, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr("backline.mcp.channel._channel.KEEPALIVE_SECONDS", 0.01)
+    endpoint = await hosting.endpoint(driver.session.background.context("agent"))  # type: ignore[union-attr]
+    reports: list[str | None] = []
+
+    async def on_progress(progress: float, total: float | None, message: str | None) -> None:
+        reports.append(message)
+
+    async with http_client(endpoint, mode="legacy") as client:
+        result = await client.call_tool(
+            "wait_for_user", {"timeout_seconds": 0.2}, progress_callback=on_progress
+        )
+
+    assert text_of(result).startswith("Nothing from the user yet")
+    assert reports and set(reports) == {"waiting for the user"}
