@@ -141,7 +141,13 @@ class Limits:
 
     max_mcp_connections: int = 64
     """MCP sessions (agent connections) a front end's voice-channel endpoint keeps open at
-    once; one more is refused (HTTP 503) until one ends or idles out."""
+    once. A new agent's session is admitted by ending the one idle the longest; only when
+    every open session is busy (a call or an event stream open) is it refused (HTTP 503)."""
+
+    mcp_session_idle_timeout: float = 300.0
+    """Seconds an MCP session of the voice-channel endpoint may stay idle (no call in
+    flight, no event stream open: its agent was killed, or never ended it) before it is
+    ended; the agent's client then gets 404 and opens a new session if it comes back."""
 
     mcp_call_timeout: float = 30.0
     """Seconds a mounted MCP server's tool call may go without finishing or reporting

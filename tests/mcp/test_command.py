@@ -21,16 +21,9 @@ def run(*args: str) -> Any:
     return CliRunner().invoke(make_cli(), list(args), catch_exceptions=False)
 
 
-def toml_of(text: str) -> dict[str, Any]:
-    return tomllib.loads("\n".join(line for line in text.splitlines() if not line.startswith("#")))
-
-
-def json_block(text: str) -> dict[str, Any]:
-    """The JSON object printed in ``text`` (from its first ``{`` line to the matching end)."""
-    lines = text.splitlines()
-    start = next(i for i, line in enumerate(lines) if line.startswith("{"))
-    end = next(i for i in range(start, len(lines)) if lines[i] == "}")
-    return json.loads("\n".join(lines[start : end + 1]))  # type: ignore[no-any-return]
+def entry(text: str) -> Any:
+    """The ``backline`` server of a JSON configuration."""
+    return json.loads(text)["mcpServers"]["backline"]
 
 
 STDIO = Target("cli_agent", ("/opt/bin/backline",), Path("/run/user/1/backline"))
@@ -58,25 +51,26 @@ def test_help_explains_the_two_steps_and_the_subcommands() -> None:
 
 @pytest.mark.parametrize("client", ["claude", "cursor", "gemini"])
 def test_json_clients_start_the_proxy(client: str) -> None:
-    entry = json_block(snippet(client, STDIO))["mcpServers"]["backline"]
-
-    assert entry == {"command": "/opt/bin/backline", "args": SERVE, "env": ENV}
+    assert entry(snippet(client, STDIO).config) == {
+        "command": "/opt/bin/backline",
+        "args": SERVE,
+        "env": ENV,
+    }
 
 
 def test_claude_gets_the_add_command_and_the_allowed_tools_hint() -> None:
-    text = snippet("claude", STDIO)
-    add = next(line for line in text.splitlines() if line.startswith("claude mcp add"))
+    hints = snippet("claude", STDIO).hints
+    add = next(line.strip() for line in hints if line.strip().startswith("claude mcp add"))
 
     assert shlex.split(add) == [
         *("claude", "mcp", "add", "backline", "-e", "BACKLINE_RUNTIME_DIR=/run/user/1/backline"),
         *("--", "/opt/bin/backline", *SERVE),
     ]
-    assert "--allowedTools mcp__backline" in text
+    assert any("--allowedTools mcp__backline" in line for line in hints)
 
 
 def test_codex_gets_a_config_toml_table() -> None:
-    text = snippet("codex", STDIO)
-    table = toml_of(text)
+    table = tomllib.loads(snippet("codex", STDIO).config)
 
     assert table == {
         "mcp_servers": {"backline": {"command": "/opt/bin/backline", "args": SERVE, "env": ENV}}
@@ -85,37 +79,44 @@ def test_codex_gets_a_config_toml_table() -> None:
 
 def test_http_snippets_carry_the_url_and_the_token() -> None:
     bearer = {"Authorization": "Bearer tok"}
-    assert json_block(snippet("claude", HTTP))["mcpServers"]["backline"] == {
+    assert entry(snippet("claude", HTTP).config) == {
         "type": "http",
         "url": HTTP.url,
         "headers": bearer,
     }
-    assert json_block(snippet("cursor", HTTP))["mcpServers"]["backline"] == {
-        "url": HTTP.url,
-        "headers": bearer,
-    }
-    assert json_block(snippet("gemini", HTTP))["mcpServers"]["backline"] == {
-        "httpUrl": HTTP.url,
-        "headers": bearer,
-    }
+    assert entry(snippet("cursor", HTTP).config) == {"url": HTTP.url, "headers": bearer}
+    assert entry(snippet("gemini", HTTP).config) == {"httpUrl": HTTP.url, "headers": bearer}
     codex = snippet("codex", HTTP)
-    table = toml_of(codex)
-    assert table["mcp_servers"]["backline"] == {
+    assert tomllib.loads(codex.config)["mcp_servers"]["backline"] == {
         "url": HTTP.url,
         "bearer_token_env_var": "BACKLINE_MCP_TOKEN",
     }
-    assert "export BACKLINE_MCP_TOKEN=tok" in codex  # the token stays out of the file
+    assert "Bearer" not in codex.config and "=tok" not in codex.config  # not in the file
+    assert any("export BACKLINE_MCP_TOKEN=tok" in line for line in codex.hints)
 
 
-def test_config_prints_every_client_or_one(runtime_dir: Path) -> None:
-    every = run("mcp", "config", "--background", "cli_agent")
-    one = run("mcp", "config", "-b", "cli_agent", "--for", "codex")
+@pytest.mark.parametrize("client", ["claude", "cursor", "gemini"])
+def test_config_prints_the_json_alone_on_stdout_and_the_hints_on_stderr(
+    runtime_dir: Path, client: str
+) -> None:
+    result = run("mcp", "config", "-b", "cli_agent", "--for", client)
 
-    assert every.exit_code == 0
-    for name in ("Claude Code", "Codex", "Cursor", "Gemini CLI"):
-        assert f"# {name}" in every.output
-    assert f'BACKLINE_RUNTIME_DIR = "{runtime_dir}"' in one.output
-    assert "Cursor" not in one.output
+    assert result.exit_code == 0
+    assert entry(result.stdout)["args"] == SERVE  # the whole of stdout parses (`| jq` works)
+    assert entry(result.stdout)["env"] == {"BACKLINE_RUNTIME_DIR": str(runtime_dir)}
+    assert "put this in" in result.stderr
+
+
+def test_config_is_claude_codes_by_default_and_codex_gets_toml_alone(runtime_dir: Path) -> None:
+    default = run("mcp", "config", "--background", "cli_agent")
+    codex = run("mcp", "config", "-b", "cli_agent", "--for", "codex")
+
+    assert "--type" not in default.stdout and entry(default.stdout)["args"] == SERVE
+    assert "claude mcp add backline" in default.stderr
+    assert "--for codex | cursor | gemini" in default.stderr
+    table = tomllib.loads(codex.stdout)["mcp_servers"]["backline"]
+    assert table["env"] == {"BACKLINE_RUNTIME_DIR": str(runtime_dir)}
+    assert "~/.codex/config.toml" in codex.stderr
 
 
 def test_config_refuses_a_name_that_is_not_a_background_id() -> None:
@@ -123,6 +124,25 @@ def test_config_refuses_a_name_that_is_not_a_background_id() -> None:
 
     assert result.exit_code == 2
     assert "is not a background session id" in result.output
+
+
+def test_config_for_a_background_nobody_has_is_a_usage_error_naming_the_installed_ones() -> None:
+    unknown = run("mcp", "config", "--background", "nope")
+    close = run("mcp", "config", "-b", "cli-agent")
+
+    assert unknown.exit_code == 2 and unknown.stdout == ""
+    assert "'nope' is not a background session" in unknown.stderr
+    assert "cli_agent" in unknown.stderr and "Did you mean" not in unknown.stderr
+    assert close.exit_code == 2
+    assert "Did you mean 'cli_agent'?" in close.stderr
+
+
+def test_help_names_the_flag_not_a_session_argument() -> None:
+    for command in ("config", "serve"):
+        text = run("mcp", command, "--help").output
+
+        assert "session NAME" not in " ".join(text.split())
+        assert "-b/--background NAME" in " ".join(text.split())
 
 
 def test_http_config_needs_a_running_front_end(runtime_dir: Path) -> None:
@@ -140,11 +160,11 @@ def test_http_config_and_status_use_the_announced_front_end(runtime_dir: Path) -
     finally:
         path.unlink()
 
-    assert json_block(config.output)["mcpServers"]["backline"] == {
+    assert entry(config.stdout) == {
         "url": "http://127.0.0.1:4321/mcp/cli_agent",
         "headers": {"Authorization": "Bearer secret"},
     }
-    assert "Valid while this front end runs" in config.output
+    assert "Valid while this front end runs" in config.stderr
     assert f"backline web (pid {os.getpid()}): http://127.0.0.1:4321/mcp/<background>" in (
         status.output
     )

@@ -240,6 +240,22 @@ async def test_sessions_started_while_hosting_are_served_without_asking(hosting:
     assert channel_of(session).ctx.state == {"seen": True}
 
 
+async def test_a_session_started_before_the_endpoint_is_reached_once_handed_to_it() -> None:
+    session: Session[Any] = Session(ScriptedLLM(), background=[attached])
+    async with session:
+        await session.start(Agent("Started first."))
+        async with hosted_voice_channel() as hosting:
+            host = await hosting.host()
+            async with http_client(host.endpoint("agent"), host.token) as client:
+                before = await client.call_tool("set_status", {"status": {"n": 1}})
+                hosting.serve(session)
+                after = await client.call_tool("set_status", {"status": {"n": 2}})
+
+    assert before.is_error and "No voice session with background sessions" in text_of(before)
+    assert not after.is_error
+    assert channel_of(session).ctx.state == {"n": 2}
+
+
 # -- reconnecting loses nothing -------------------------------------------------------------
 async def test_what_the_user_said_while_no_agent_was_connected_waits_for_the_next_one(
     hosting: Hosting, driver: BackgroundDriver

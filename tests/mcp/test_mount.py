@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from backline import Agent, FunctionCallOutput, Session, function_tool
+from backline import Agent, FunctionCallOutput, Limits, Session, function_tool
 from backline.mcp import MCPServerHTTP, MCPServerStdio, McpToolset
 from backline.testing import LLMRequest, ScriptedLLM, ScriptedResponse, text, tool_calls
 from tests.mcp.conftest import in_own_task
@@ -237,14 +237,65 @@ async def test_two_servers_with_one_name_are_refused_at_once(pids: Path) -> None
         Session(ScriptedLLM(), mcp_servers=[{"command": "x"}])  # type: ignore[list-item]
 
 
-async def test_a_server_that_cannot_start_fails_the_start_naming_it(tmp_path: Path) -> None:
-    broken = MCPServerStdio(
-        "broken", command=sys.executable, args=["-c", "import sys; sys.exit(4)"]
-    )
+SAYS_WHY = (
+    "import sys, time; print('loading weather.toml', file=sys.stderr); "
+    "print('Error: WEATHER_KEY is not set', file=sys.stderr, flush=True); "
+    "time.sleep(600) if sys.argv[1:] == ['hang'] else sys.exit(4)"
+)
+
+
+async def test_a_server_that_cannot_start_fails_the_start_with_its_last_stderr_lines() -> None:
+    broken = MCPServerStdio("broken", command=sys.executable, args=["-c", SAYS_WHY])
     session: Session[Any] = Session(ScriptedLLM(), mcp_servers=[broken], user_away_timeout=None)
 
-    with pytest.raises(RuntimeError, match=r"MCP server 'broken' .* could not be started"):
+    with pytest.raises(RuntimeError, match=r"MCP server 'broken' .* could not be started") as info:
         await session.start(Agent("Hi."))
+
+    assert str(info.value).endswith("it said: loading weather.toml / Error: WEATHER_KEY is not set")
+    assert session.tools == []
+
+
+async def test_a_server_that_never_answers_fails_the_start_in_time_saying_what_it_said() -> None:
+    hangs = MCPServerStdio("hangs", command=sys.executable, args=["-c", SAYS_WHY, "hang"])
+    session: Session[Any] = Session(
+        ScriptedLLM(),
+        mcp_servers=[hangs],
+        user_away_timeout=None,
+        limits=Limits(mcp_start_timeout=5.0),  # (time for the process to write first)
+    )
+
+    with pytest.raises(RuntimeError, match=r"did not start within 5 s") as info:
+        await session.start(Agent("Hi."))
+
+    assert "it said: loading weather.toml / Error: WEATHER_KEY is not set" in str(info.value)
+
+
+async def test_a_handoff_to_an_agent_whose_server_fails_is_not_made_and_says_why() -> None:
+    class Front(Agent):
+        def __init__(self) -> None:
+            super().__init__("Front.")
+
+        @function_tool
+        async def to_weather(self) -> Agent:
+            """Hand over to the weather agent."""
+            broken = MCPServerStdio("broken", command=sys.executable, args=["-c", SAYS_WHY])
+            return Agent("Weather.", mcp_servers=[broken])
+
+    session: Session[Any] = Session(
+        ScriptedLLM([tool_calls(("to_weather", {}))]), user_away_timeout=None
+    )
+    errors: list[Any] = []
+    session.on("error", errors.append)
+    async with session:
+        front = Front()
+        await session.start(front)
+        await session.run(user_input="The weather, please.")
+
+        assert session.current_agent is front  # nothing half-started: the old agent stays
+        (failed,) = errors
+        assert failed.source == "handoff" and failed.recoverable
+        assert "could not be started" in str(failed.error)
+        assert "it said: loading weather.toml / Error: WEATHER_KEY is not set" in str(failed.error)
 
 
 async def test_one_server_failing_to_start_stops_the_others(pids: Path) -> None:

@@ -13,7 +13,7 @@ from __future__ import annotations
 from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
-from ._channel import ChannelError, VoiceChannel, limits_of
+from ._channel import ChannelError, TokenRefused, VoiceChannel, limits_of
 from ._discovery import ENV_PORT, ENV_RUNTIME_DIR, ENV_TOKEN, ENV_URL, SERVER_NAME, TOOL_NAMES
 from ._hosting import Endpoint, Hosting, hosted_voice_channel
 from ._registry import SessionRegistry
@@ -69,6 +69,7 @@ __all__ = [
     "Endpoint",
     "Hosting",
     "SessionRegistry",
+    "TokenRefused",
     "VoiceChannel",
     "build_channel_server",
     "channel_server",

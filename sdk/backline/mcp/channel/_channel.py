@@ -45,6 +45,23 @@ class ChannelError(Exception):
     """A voice-channel call that cannot be done; the text says why and what to do."""
 
 
+TOKEN_REFUSED = (
+    "An agent tried to connect over MCP without the right token and was refused: "
+    "`backline mcp config -b NAME` prints a working configuration."
+)
+
+
+class TokenRefused(ChannelError):
+    """An agent tried to reach the voice channel without the right token (HTTP 401).
+
+    The endpoint tells each conversation it serves once, as a recoverable
+    ``ErrorEvent`` (``source="mcp"``) that front ends show like any error.
+    """
+
+    def __init__(self, message: str = TOKEN_REFUSED) -> None:
+        super().__init__(message)
+
+
 def limits_of(ctx: BackgroundContext) -> Limits:
     """The limits of the context's session (``Session(limits=...)``, else the defaults)."""
     limits = getattr(ctx.session, "limits", None)

@@ -15,9 +15,13 @@ import contextlib
 import json
 import os
 import time
+import urllib.error
+import urllib.request
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Literal
+from urllib.parse import urlsplit
 
 TOOL_NAMES = ("send_to_user", "add_context", "set_status", "wait_for_user", "ask_user")
 """The voice channel's MCP tools (an agent sees them as ``mcp__backline__<tool>`` in Claude
@@ -137,3 +141,43 @@ def _alive(pid: int) -> bool:
     except PermissionError:
         return True
     return True
+
+
+PROBE_TIMEOUT = 3.0
+
+
+@dataclass(frozen=True)
+class Probe:
+    """What an endpoint answered a token: ``accepted`` (with the backgrounds it serves,
+    when it says), ``refused`` (401), ``unreachable``, or ``unexpected`` (not a backline
+    endpoint, it seems); ``detail`` says more."""
+
+    verdict: Literal["accepted", "refused", "unreachable", "unexpected"]
+    detail: str = ""
+    backgrounds: tuple[str, ...] | None = None
+
+
+def probe(url: str, token: str, timeout: float = PROBE_TIMEOUT) -> Probe:
+    """Ask the endpoint of ``url`` (its base, or any of its ``/mcp/...`` URLs) whether
+    ``token`` is its token: ``GET /mcp``, on loopback, without a proxy."""
+    parts = urlsplit(url)
+    target = f"{parts.scheme}://{parts.netloc}/mcp"
+    request = urllib.request.Request(target, headers={"Authorization": f"Bearer {token}"})
+    opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
+    try:
+        with opener.open(request, timeout=timeout) as response:
+            body = response.read(65536)
+    except urllib.error.HTTPError as e:
+        if e.code == 401:
+            return Probe("refused", "401 Unauthorized")
+        if e.code == 404:  # a front end from before GET /mcp: the token passed its gate
+            return Probe("accepted")
+        return Probe("unexpected", f"HTTP {e.code}")
+    except (OSError, ValueError) as e:
+        return Probe("unreachable", str(getattr(e, "reason", e)))
+    try:
+        data = json.loads(body)
+        backgrounds = tuple(str(b) for b in data["backgrounds"])
+    except (ValueError, KeyError, TypeError):
+        return Probe("unexpected", "not a backline MCP endpoint")
+    return Probe("accepted", backgrounds=backgrounds)

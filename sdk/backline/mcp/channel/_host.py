@@ -3,29 +3,40 @@
 One MCP server (``_tools``) behind one gate: a request must name this machine
 in ``Host`` and, if it has one, in ``Origin`` (else 403: a web page cannot reach
 the endpoint through DNS rebinding), and carry ``Authorization: Bearer <token>``
-(else 401). The path names the background session (``_registry``).
+(else 401, and the conversations served are told once that an agent was refused).
+The path names the background session (``_registry``); ``GET /mcp`` with the token
+answers what the endpoint serves (``backline mcp status`` checks a token with it).
+Behind the gate, ``_connections`` ends a call whose client is gone and reclaims
+abandoned sessions.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 import secrets
-from collections.abc import AsyncIterator
+import weakref
+from collections.abc import AsyncIterator, Callable, Coroutine
 from typing import Any
 
 from mcp.server.mcpserver import Context
 from mcp.server.transport_security import TransportSecuritySettings
 from starlette.applications import Starlette
-from starlette.responses import PlainTextResponse
+from starlette.responses import JSONResponse, PlainTextResponse, Response
 from starlette.routing import Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from ...http_host import HttpHost, host_is_loopback, origin_is_loopback
 from ...limits import DEFAULT_LIMITS, Limits
-from ._channel import ChannelError, Progress
+from ...tasks import TaskScope
+from ...voice.events import ErrorEvent
+from ._channel import ChannelError, Progress, TokenRefused
+from ._connections import Connections, client_gone
 from ._registry import SessionRegistry
 from ._tools import build_channel_server, run_on_channel
+
+logger = logging.getLogger("backline.mcp")
 
 CLOSE_TIMEOUT = 5.0
 UNAUTHORIZED = (
@@ -61,21 +72,31 @@ class ChannelHost:
             raise ValueError("the MCP endpoint's token must not be blank")
         self.registry = registry
         self.token = token or secrets.token_urlsafe(24)
+        self.refused = 0
+        """Requests refused for a missing or wrong token."""
+        self._told: weakref.WeakSet[Any] = weakref.WeakSet()  # sessions told of a refusal
+        self._warned = False
         mcp_server = build_channel_server(self._run)
-        # Built for its session manager; the routes and the gate are ours.
+        # Built for its session manager; the routes, the gate and the connections are
+        # ours. The manager's own limit and idle timeout stay as a backstop.
         mcp_server.streamable_http_app(
             max_sessions=limits.max_mcp_connections,
             # The gate below checks Host and Origin (answering 403, not 421).
             transport_security=TransportSecuritySettings(enable_dns_rebinding_protection=False),
         )
         manager = mcp_server.session_manager
+        self.connections = Connections(
+            manager.handle_request,
+            limit=limits.max_mcp_connections,
+            idle_timeout=limits.mcp_session_idle_timeout,
+        )
 
         @contextlib.asynccontextmanager
         async def lifespan(_: Starlette) -> AsyncIterator[None]:
-            async with manager.run():
+            async with manager.run(), self.connections.running():
                 yield
 
-        endpoint = _Endpoint(manager.handle_request)
+        endpoint = _Endpoint(self.connections)
         app = Starlette(
             routes=[
                 Route("/mcp/{background}", endpoint),
@@ -83,7 +104,7 @@ class ChannelHost:
             ],
             lifespan=lifespan,
         )
-        self.app: ASGIApp = _Gate(app, self.token)
+        self.app: ASGIApp = _Gate(app, self.token, self._refused, self.registry.backgrounds)
         self._http = HttpHost(
             self.app,
             port=port,
@@ -135,7 +156,41 @@ class ChannelHost:
         if not isinstance(background, str):
             raise ChannelError("This endpoint names no background session.")
         channel = self.registry.channel(params.get("key"), background)
-        return await run_on_channel(channel, tool, arguments, progress)
+        call = run_on_channel(channel, tool, arguments, progress)
+        gone = client_gone(request)
+        if gone is None:
+            return await call
+        return await _while_connected(call, gone)
+
+    def _refused(self) -> None:
+        """A request without the right token: each conversation served is told once (an
+        ``ErrorEvent`` its front end shows); with none, a warning is logged once."""
+        self.refused += 1
+        told = False
+        for session in self.registry.live_sessions():
+            if session in self._told:
+                continue
+            self._told.add(session)
+            told = True
+            session.emit(ErrorEvent(TokenRefused(), recoverable=True, source="mcp"))
+        if not told and not self._warned and not self._told:
+            self._warned = True
+            logger.warning("%s", TokenRefused())
+
+
+async def _while_connected(call: Coroutine[Any, Any, str], gone: asyncio.Event) -> str:
+    """``call``'s answer, or ``ChannelError`` once its client is gone (the call is then
+    cancelled: a wait ends, and takes none of the user's messages)."""
+    scope = TaskScope("voice channel call", log_failures=False)
+    task = scope.create_task(call, name="voice channel call")
+    watch = scope.create_task(gone.wait(), name="voice channel client")
+    try:
+        await asyncio.wait({task, watch}, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        await scope.aclose()  # the call too, when its client went first (or we are cancelled)
+    if task.cancelled():
+        raise ChannelError("The agent's connection closed, so the call was cancelled.")
+    return task.result()
 
 
 async def stop_sse_watchers() -> None:
@@ -166,11 +221,20 @@ class _Endpoint:
 
 
 class _Gate:
-    """Host and Origin must be loopback (else 403); the bearer token must match (else 401)."""
+    """Host and Origin must be loopback (else 403); the bearer token must match (else 401,
+    and ``on_refused()``). ``GET /mcp`` with the token answers what is served."""
 
-    def __init__(self, app: ASGIApp, token: str) -> None:
+    def __init__(
+        self,
+        app: ASGIApp,
+        token: str,
+        on_refused: Callable[[], None],
+        backgrounds: Callable[[], list[str]],
+    ) -> None:
         self._app = app
         self._expected = f"Bearer {token}".encode()
+        self._on_refused = on_refused
+        self._backgrounds = backgrounds
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -179,12 +243,19 @@ class _Gate:
         headers = dict(scope.get("headers") or [])
         host = headers.get(b"host", b"").decode("latin-1")
         origin = headers.get(b"origin", b"").decode("latin-1")
+        response: Response
         if not host_is_loopback(host) or (origin and not origin_is_loopback(origin)):
             response = PlainTextResponse(FOREIGN_HOST, 403)
         elif not secrets.compare_digest(headers.get(b"authorization", b""), self._expected):
             response = PlainTextResponse(
                 UNAUTHORIZED, 401, headers={"WWW-Authenticate": 'Bearer realm="backline"'}
             )
+            try:
+                self._on_refused()
+            except Exception:
+                logger.exception("telling of a refused MCP token failed")
+        elif scope.get("path", "") in ("/mcp", "/mcp/") and scope.get("method") == "GET":
+            response = JSONResponse({"server": "backline", "backgrounds": self._backgrounds()})
         elif not scope.get("path", "").startswith("/mcp/"):
             response = PlainTextResponse(NOT_FOUND, 404)
         else:

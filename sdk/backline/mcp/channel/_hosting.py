@@ -5,8 +5,11 @@ background that runs agents, like ``cli_agent``) gets the endpoint. The first
 user on an event loop starts it; later users share it; the last one to leave
 stops it. It starts in a task of its own (importing ``mcp`` takes about a second
 of the event loop once per process); ``await hosting.endpoint(ctx)`` waits for it.
-Sessions that start while it runs are served (the ``session_started``
-observer); ``endpoint(ctx)`` adds the context's session in any case.
+
+The conversations it serves: every session with background sessions that starts
+on the event loop while it is in use (the ``session_started`` observer), and any
+session handed to it, ``hosting.serve(session)`` or ``await hosting.endpoint(ctx)``
+(the way a session started before the endpoint is served).
 """
 
 from __future__ import annotations
@@ -31,6 +34,7 @@ from ._registry import SessionRegistry
 
 if TYPE_CHECKING:
     from ...background.context import BackgroundContext
+    from ...voice.session import Session
     from ._host import ChannelHost
 
 logger = logging.getLogger("backline.mcp")
@@ -213,6 +217,11 @@ class Hosting:
             e = shared.failure
             raise RuntimeError(f"the MCP endpoint did not start: {type(e).__name__}: {e}") from e
         return host
+
+    def serve(self, session: Session[Any]) -> None:
+        """Serve ``session`` too (idempotent): a session started before this endpoint.
+        Sessions that start while it is in use are served without asking."""
+        self._shared.registry.add(session)
 
     async def endpoint(self, ctx: BackgroundContext) -> Endpoint:
         """The URL and token that reach ``ctx``'s voice channel (its own session's path)."""

@@ -1,10 +1,11 @@
 """Which voice session an MCP endpoint path reaches: a registry of sessions, by key.
 
 A path names a background session, and optionally the voice session it belongs
-to: ``/mcp/<background>`` reaches the newest running session that has that
-background (a console has one); ``/mcp/<key>/<background>`` reaches exactly one
-session (what ``cli_agent`` gives the agent it runs, so a web tab's agent talks
-to its own tab). Sessions are held weakly: the registry never keeps one alive.
+to: ``/mcp/<background>`` reaches, of the sessions in the registry that have not
+closed and run that background, the one added last (a console has one);
+``/mcp/<key>/<background>`` reaches exactly one session (what ``cli_agent`` gives
+the agent it runs, so a web tab's agent talks to its own tab). Sessions are held
+weakly: the registry never keeps one alive.
 """
 
 from __future__ import annotations

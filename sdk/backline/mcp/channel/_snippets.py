@@ -1,5 +1,9 @@
 """``backline mcp config``: the exact configuration each MCP client needs.
 
+Each client's configuration is the text its file takes, alone (JSON, or TOML for
+Codex), and a few hints for the person (``Snippet``): the command prints the one on
+stdout and the other on stderr, so ``| jq`` or ``> .mcp.json`` works.
+
 By default the stdio proxy (``backline mcp serve --background NAME``): it finds
 whichever front end runs, so the configuration survives restarts. With an HTTP
 endpoint (a running front end's URL and token), the direct form, valid while
@@ -49,8 +53,17 @@ def backline_command() -> tuple[str, ...]:
     return (sys.executable, "-m", "backline")
 
 
-def snippet(client: str, target: Target) -> str:
-    """The configuration text for ``client`` (one of ``CLIENTS``)."""
+@dataclass(frozen=True)
+class Snippet:
+    """One client's configuration: ``config``, the text its file takes (JSON, or TOML for
+    Codex), alone; ``hints``, lines for the person (where it goes, how to use it)."""
+
+    config: str
+    hints: tuple[str, ...]
+
+
+def snippet(client: str, target: Target) -> Snippet:
+    """The configuration for ``client`` (one of ``CLIENTS``)."""
     if client not in CLIENTS:
         raise ValueError(f"unknown client {client!r}; one of {', '.join(CLIENTS)}")
     return {"claude": _claude, "codex": _codex, "cursor": _cursor, "gemini": _gemini}[client](
@@ -70,7 +83,7 @@ def _bearer(target: Target) -> dict[str, str]:
     return {"Authorization": f"Bearer {target.token}"}
 
 
-def _claude(target: Target) -> str:
+def _claude(target: Target) -> Snippet:
     if target.url is not None:
         entry = {"type": "http", "url": target.url, "headers": _bearer(target)}
         add = shlex.join(
@@ -85,45 +98,48 @@ def _claude(target: Target) -> str:
         add = shlex.join(
             ["claude", "mcp", "add", SERVER_NAME, *env, "--", target.command[0], *target.args]
         )
-    return (
-        "# Claude Code: run once (add --scope project to share it through .mcp.json)\n"
-        f"{add}\n\n"
-        "# or put this in .mcp.json at the repository root (or pass it with --mcp-config):\n"
-        f"{_json(entry)}\n\n"
-        "# Headless runs (claude -p) must allow the tools; nothing prompts there:\n"
-        '#   claude -p "..." --allowedTools mcp__backline\n'
+    return Snippet(
+        _json(entry),
+        (
+            "Claude Code: put this in .mcp.json at the repository root (or pass it with "
+            "--mcp-config), or run once (add --scope project to share it through .mcp.json):",
+            f"  {add}",
+            "Headless runs (claude -p) must allow the tools; nothing prompts there:",
+            '  claude -p "..." --allowedTools mcp__backline',
+        ),
     )
 
 
-def _codex(target: Target) -> str:
-    lines = ["# Codex: in ~/.codex/config.toml (or .codex/config.toml in a trusted project)"]
-    lines.append(f"[mcp_servers.{SERVER_NAME}]")
+def _codex(target: Target) -> Snippet:
+    lines = [f"[mcp_servers.{SERVER_NAME}]"]
+    hints = ["Codex: put this in ~/.codex/config.toml (or .codex/config.toml in a trusted project)"]
     if target.url is not None:
         lines.append(f"url = {json.dumps(target.url)}")
         lines.append(f'bearer_token_env_var = "{ENV_TOKEN}"')
-        lines.append("")
-        lines.append(f"# and in the shell that starts codex: export {ENV_TOKEN}={target.token}")
+        hints.append(f"and in the shell that starts codex: export {ENV_TOKEN}={target.token}")
     else:
         lines.append(f"command = {json.dumps(target.command[0])}")
         lines.append(f"args = {json.dumps(target.args)}")
         env = ", ".join(f"{k} = {json.dumps(v)}" for k, v in target.env.items())
         lines.append(f"env = {{ {env} }}")
-    return "\n".join(lines) + "\n"
+    return Snippet("\n".join(lines), tuple(hints))
 
 
-def _json_client(target: Target, header: str, url_key: str) -> str:
+def _json_client(target: Target, hint: str, url_key: str) -> Snippet:
     if target.url is not None:
         entry: dict[str, Any] = {url_key: target.url, "headers": _bearer(target)}
     else:
         entry = _stdio_entry(target)
-    return f"{header}\n{_json(entry)}\n"
+    return Snippet(_json(entry), (hint,))
 
 
-def _cursor(target: Target) -> str:
-    header = "# Cursor: in .cursor/mcp.json of the project (or ~/.cursor/mcp.json for all)"
-    return _json_client(target, header, "url")
+def _cursor(target: Target) -> Snippet:
+    hint = "Cursor: put this in .cursor/mcp.json of the project (or ~/.cursor/mcp.json for all)"
+    return _json_client(target, hint, "url")
 
 
-def _gemini(target: Target) -> str:
-    header = "# Gemini CLI: in ~/.gemini/settings.json (or .gemini/settings.json of the project)"
-    return _json_client(target, header, "httpUrl")
+def _gemini(target: Target) -> Snippet:
+    hint = (
+        "Gemini CLI: put this in ~/.gemini/settings.json (or .gemini/settings.json of the project)"
+    )
+    return _json_client(target, hint, "httpUrl")

@@ -32,6 +32,8 @@ SEPARATOR = "__"
 MAX_TOOL_NAME = 64
 """Model APIs take tool names of at most 64 characters (``<server>__<tool>``)."""
 CLOSE_TIMEOUT = 10.0
+STDERR_LINES = 5
+"""The last lines of a server's stderr an error about it quotes (each cut at 200 chars)."""
 _INVALID = re.compile(r"[^A-Za-z0-9_-]")
 
 
@@ -211,9 +213,11 @@ class _Server:
                 connection = await self._connect()
                 return await connection.list_tools()
         except TimeoutError:
+            said = self._connection.last_words() if self._connection is not None else ""
             raise RuntimeError(
                 f"{self.toolset.owner}: MCP server {self.config.name!r} ({self.config.where}) "
                 f"did not start within {limit:g} s (Limits.mcp_start_timeout)"
+                + (f"; it said: {said}" if said else "")
             ) from None
 
     async def _connect(self) -> _Connection:
@@ -354,6 +358,7 @@ class _Connection:
         self._scope = TaskScope(f"MCP server {config.name}")  # the holder task
         self._task: asyncio.Task[None] | None = None
         self._stderr: TextIO | None = None
+        self._last_words = ""  # the stderr tail, kept when its file closes
 
     async def open(self) -> None:
         loop = asyncio.get_running_loop()
@@ -375,7 +380,10 @@ class _Connection:
         except BaseException as e:
             self.broken = True
             if not self._ready.done():
-                self._ready.set_exception(_unwrap(e))
+                if isinstance(e, asyncio.CancelledError):
+                    self._ready.cancel()  # (an exception set here would never be read)
+                else:
+                    self._ready.set_exception(_unwrap(e))
             elif not isinstance(e, asyncio.CancelledError):
                 logger.debug("MCP server %r connection ended", self.config.name, exc_info=True)
             if isinstance(e, asyncio.CancelledError):
@@ -385,6 +393,9 @@ class _Connection:
         from mcp import Client
 
         transport, self._stderr = self.config.transport(stack)
+        # Exited after the client (so the process is stopped) and before the file is
+        # closed: a server that failed to start is quoted in the error it causes.
+        stack.callback(self._keep_last_words)
         # The initialize handshake: every MCP server speaks it, and its tools/list_changed
         # notifications reach the message handler (2026-07-28 needs a subscription).
         return Client(transport, message_handler=self._on_message, mode="legacy")
@@ -421,18 +432,26 @@ class _Connection:
     def describe(self, error: BaseException) -> str:
         error = _unwrap(error)
         text = " ".join(str(error).split()) or type(error).__name__
-        tail = self._stderr_tail()
+        tail = self.last_words()
         return f"{text}; it said: {tail}" if tail else text
+
+    def last_words(self) -> str:
+        """The last lines the server wrote to stderr (a process's), joined with `` / ``;
+        kept once the connection closed."""
+        return self._stderr_tail()
 
     def _stderr_tail(self) -> str:
         if self._stderr is None or self._stderr.closed:
-            return ""
+            return self._last_words
         with contextlib.suppress(OSError, ValueError):
             self._stderr.flush()
             self._stderr.seek(0)
             lines = [line.strip() for line in self._stderr.read().splitlines() if line.strip()]
-            return lines[-1][:200] if lines else ""
-        return ""
+            return " / ".join(line[:200] for line in lines[-STDERR_LINES:])
+        return self._last_words
+
+    def _keep_last_words(self) -> None:
+        self._last_words = self._stderr_tail()
 
     async def close(self) -> None:
         """End the client (a stdio server's process is stopped: stdin closed, then its
@@ -441,6 +460,8 @@ class _Connection:
         self._stop.set()
         try:
             if self._task is not None:
+                if self._ready is not None and not self._ready.done():
+                    self._task.cancel()  # still starting (a start that timed out): stop it now
                 await done_within(self._task, CLOSE_TIMEOUT)  # the client exits its context
         finally:
             # Still running (a server that never answered, or this close was cancelled):
