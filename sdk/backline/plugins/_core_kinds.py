@@ -16,7 +16,7 @@ from ..background.tools import RESERVED_TOOL_NAMES
 from ..llm.llm import LLM
 from ..llm.tools import FunctionTool, function_tool
 from ._kinds import RegistrationKind, check_name
-from ._options import RESERVED_OPTIONS, OptionEntry, make_option
+from ._options import RESERVED_OPTIONS, Choices, OptionEntry, make_option
 
 LLMFactory: TypeAlias = Callable[..., LLM]
 """``factory(**options) -> LLM``: what ``register_llms`` registers under a name."""
@@ -37,7 +37,16 @@ class RegisterTool(Protocol):
 class RegisterOption(Protocol):
     """The ``register`` argument of ``register_options``."""
 
-    def __call__(self, *param_decls: str, envvar: str, help: str, **kwargs: Any) -> None: ...
+    def __call__(
+        self,
+        *param_decls: str,
+        envvar: str,
+        help: str,
+        background: str | None = None,
+        choices: Choices | None = None,
+        validate: Callable[[str], object] | None = None,
+        **kwargs: Any,
+    ) -> None: ...
 
 
 class RegisterLLM(Protocol):
@@ -91,16 +100,36 @@ def _llm(
 
 
 def _option(
-    plugin: str, *param_decls: str, envvar: str, help: str, **kwargs: Any
+    plugin: str,
+    *param_decls: str,
+    envvar: str,
+    help: str,
+    background: str | None = None,
+    choices: Choices | None = None,
+    validate: Callable[[str], object] | None = None,
+    **kwargs: Any,
 ) -> tuple[str, OptionEntry]:
     """Add a front-end option: ``register("--depth", envvar="X_DEPTH", help="...")``.
 
     The option joins ``backline console``, ``backline web`` and every other
     front end; a value given on the command line is exported to ``envvar``.
-    Other keywords go to ``click.Option`` (``type``, ``is_flag``, ``metavar``,
-    ``show_default`` ...), except ``default``, ``multiple`` and ``callback``.
+    ``background="my_bg"``: the option configures that background session, and is a
+    usage error when it is not chosen. ``choices`` (names, or ``choices(manager)``
+    returning them) and ``validate(value)`` (raising ``ValueError`` saying what is
+    wrong) check the value before a session is built. Other keywords go to
+    ``click.Option`` (``type``, ``is_flag``, ``metavar``, ``show_default`` ...),
+    except ``default``, ``multiple`` and ``callback``.
     """
-    entry = make_option(plugin, param_decls, envvar=envvar, help=help, **kwargs)
+    entry = make_option(
+        plugin,
+        param_decls,
+        envvar=envvar,
+        help=help,
+        background=background,
+        choices=choices,
+        validate=validate,
+        **kwargs,
+    )
     return entry.flag, entry
 
 
