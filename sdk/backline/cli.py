@@ -1,7 +1,8 @@
 """The ``backline`` command (click): parses arguments and calls the layers below.
 
-Built-in commands: ``plugins``, ``install``, ``uninstall``, ``new-plugin``,
-``console``, ``web``, ``mcp``, ``fake-anthropic``, ``keys``, ``logs``. Plugins add
+Built-in commands: ``plugins`` (and ``plugins search``), ``install``, ``uninstall``,
+``new-plugin``, ``console``, ``web``, ``mcp``, ``fake-anthropic``, ``keys``, ``logs``,
+``models``. Plugins add
 more through the ``register_commands(cli)`` hook; they are loaded only when a
 command is not a built-in one, or for ``--help``, and a plugin that fails is
 reported, never fatal (unless ``BACKLINE_STRICT_PLUGINS=1``).
@@ -25,6 +26,7 @@ import click
 from . import app
 from ._keys_command import keys_group
 from ._logs_command import logs_group
+from ._models_command import models_command
 from ._version import __version__
 from .plugins import PluginError, PluginManager, attach_options, is_front_end
 
@@ -233,6 +235,7 @@ BUILTIN_COMMANDS: list[click.Command] = [
     _fake_anthropic_command(),
     keys_group,
     logs_group,
+    models_command,
 ]
 """The built-in commands."""
 

@@ -7,7 +7,7 @@ the manager treats them all alike, backline's first.
 from __future__ import annotations
 
 import inspect
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol, TypeAlias
 
@@ -49,22 +49,53 @@ class RegisterOption(Protocol):
     ) -> None: ...
 
 
+ModelNames: TypeAlias = Sequence[str] | Callable[[], Iterable[str]]
+"""The models an LLM knows: names, or a function returning them (called when they are
+listed, so it may read the configuration or import the provider's package)."""
+
+
 class RegisterLLM(Protocol):
     """The ``register`` argument of ``register_llms``."""
 
     def __call__(
-        self, name: str, factory: Callable[..., LLM], *, description: str = ""
+        self,
+        name: str,
+        factory: Callable[..., LLM],
+        *,
+        description: str = "",
+        models: ModelNames = (),
+        default_model: str | Callable[[], str | None] | None = None,
     ) -> None: ...
 
 
 @dataclass(frozen=True)
 class LLMEntry:
-    """A named LLM factory and the plugin that registered it."""
+    """A named LLM factory and the plugin that registered it.
+
+    ``models``: the model names it knows (``known_models()``); ``default_model``: the
+    one it uses when none is named (``default()``), as configured now. Both are for
+    listing (``backline models``); the factory still decides.
+    """
 
     name: str
     factory: Callable[..., LLM]
     description: str
     plugin: str
+    models: ModelNames = ()
+    default_model: str | Callable[[], str | None] | None = None
+
+    def known_models(self) -> list[str]:
+        """The models it knows, the default first (when it declares one)."""
+        names = list(self.models() if callable(self.models) else self.models)
+        default = self.default()
+        if default is not None:
+            names = [default, *(n for n in names if n != default)]
+        return list(dict.fromkeys(str(n) for n in names))
+
+    def default(self) -> str | None:
+        """The model it uses when none is named, or None (it needs one)."""
+        found = self.default_model() if callable(self.default_model) else self.default_model
+        return str(found) if found else None
 
 
 def _background(plugin: str, definition: BackgroundDefinition) -> tuple[str, BackgroundDefinition]:
@@ -90,13 +121,33 @@ def _tool(plugin: str, tool: FunctionTool | Callable[..., Any]) -> tuple[str, Fu
 
 
 def _llm(
-    plugin: str, name: str, factory: Callable[..., LLM], *, description: str = ""
+    plugin: str,
+    name: str,
+    factory: Callable[..., LLM],
+    *,
+    description: str = "",
+    models: ModelNames = (),
+    default_model: str | Callable[[], str | None] | None = None,
 ) -> tuple[str, LLMEntry]:
-    """Register an LLM factory under ``name``: ``factory(**options) -> LLM``."""
+    """Register an LLM factory under ``name``: ``factory(**options) -> LLM``.
+
+    ``models``: the model names it knows (a list, or a function returning one, called
+    only when models are listed); ``default_model``: the model it uses when none is
+    named (a name, or a function returning the configured one, or None). ``backline
+    models`` lists them.
+    """
     check_name("register_llms", "LLM name", name)
     if not callable(factory):
         raise TypeError(f"register_llms: the factory for '{name}' must be callable")
-    return name, LLMEntry(name, factory, description, plugin)
+    if not callable(models):
+        if isinstance(models, str) or not all(isinstance(m, str) for m in models):
+            raise TypeError(f"register_llms: models for '{name}' must be names, or a function")
+        models = tuple(models)
+    if default_model is not None and not (
+        callable(default_model) or isinstance(default_model, str)
+    ):
+        raise TypeError(f"register_llms: default_model for '{name}' must be a name, or a function")
+    return name, LLMEntry(name, factory, description, plugin, models, default_model)
 
 
 def _option(
