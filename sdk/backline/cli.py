@@ -1,7 +1,8 @@
 """The ``backline`` command (click): parses arguments and calls the layers below.
 
-Built-in commands: ``plugins``, ``install``, ``uninstall``, ``new-plugin``,
-``console``, ``web``, ``mcp``, ``fake-anthropic``, ``keys``, ``logs``. Plugins add
+Built-in commands: ``plugins`` (and ``plugins search``), ``install``, ``uninstall``,
+``new-plugin``, ``console``, ``web``, ``mcp``, ``fake-anthropic``, ``keys``, ``logs``,
+``models``. Plugins add
 more through the ``register_commands(cli)`` hook; they are loaded only when a
 command is not a built-in one, or for ``--help``, and a plugin that fails is
 reported, never fatal (unless ``BACKLINE_STRICT_PLUGINS=1``).
@@ -12,24 +13,22 @@ build their sessions through ``backline.app``, the front-end contract.
 
 from __future__ import annotations
 
-import json
 import logging
 import subprocess
 import sys
 import warnings
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import click
 
 from . import app
 from ._keys_command import keys_group
 from ._logs_command import logs_group
+from ._models_command import models_command
+from ._plugins_command import plugins_command
 from ._version import __version__
 from .plugins import PluginError, PluginManager, attach_options, is_front_end
-
-if TYPE_CHECKING:
-    from .plugins import PluginInfo
 
 __all__ = ["BUILTIN_COMMANDS", "BacklineGroup", "console", "main", "make_cli", "web"]
 
@@ -86,40 +85,6 @@ class BacklineGroup(click.Group):
 
 
 # -- plugins --------------------------------------------------------------------------------
-@click.command("plugins")
-@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
-@click.option("--all", "show_all", is_flag=True, help="Include the built-in plugins.")
-@click.pass_context
-def plugins_command(ctx: click.Context, as_json: bool, show_all: bool) -> None:
-    """List plugins: version, hooks, what each registered, and status."""
-    manager = app.plugin_manager(ctx, strict_errors=False)
-    infos = manager.plugins(include_builtin=show_all)
-    if as_json:
-        click.echo(json.dumps([i.to_dict() for i in infos], indent=2))
-    elif not infos:
-        click.echo(
-            "No plugins installed. `backline install PACKAGE` adds one; "
-            "`backline plugins --all` lists the built-in ones too."
-        )
-    else:
-        click.echo("\n".join(_describe_plugin(i) for i in infos))
-    app.plugin_manager(ctx)  # strict mode: exit non-zero after the listing
-
-
-def _describe_plugin(info: PluginInfo) -> str:
-    where = "built-in" if info.builtin else (info.distribution or "registered by hand")
-    version = f" {info.version}" if info.version else ""
-    lines = [f"{info.name} ({where}{version}): {info.status_text}"]
-    if info.hooks:
-        lines.append(f"  hooks: {', '.join(info.hooks)}")
-    for label, names in info.registered().items():
-        if names:
-            lines.append(f"  {label}: {', '.join(names)}")
-    if info.printed:
-        lines.append(f"  printed while loading: {' '.join(info.printed.split())}")
-    return "\n".join(lines)
-
-
 @click.command()
 @click.argument("packages", nargs=-1)
 @click.option("-U", "--upgrade", is_flag=True, help="Upgrade packages to the newest version.")
@@ -233,6 +198,7 @@ BUILTIN_COMMANDS: list[click.Command] = [
     _fake_anthropic_command(),
     keys_group,
     logs_group,
+    models_command,
 ]
 """The built-in commands."""
 

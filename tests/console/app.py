@@ -11,10 +11,13 @@ from backline import Agent, BackgroundContext, Session, background
 from backline.io.console import run_console
 from backline.testing import LLMRequest, ScriptedLLM, ScriptedResponse, text, tool_calls
 
+WAITING = "waiting for an agent to connect (`backline mcp config --background builder`)"
+"""The builder's first state with ``--waiting``: an instruction the status line keeps whole."""
+
 
 @background("builder", description="Builds things when asked.")
 async def builder(ctx: BackgroundContext) -> None:
-    ctx.set_state({"status": "idle"})
+    ctx.set_state({"status": WAITING if "--waiting" in sys.argv else "idle"})
     async for message in ctx.messages():
         async with ctx.turn():
             ctx.set_state({"status": "building", "recent_activity": [f"started {message}"]})
@@ -38,7 +41,7 @@ def voice(request: LLMRequest) -> ScriptedResponse:
 
 
 async def main() -> None:
-    rich = sys.argv[1:] != ["--plain"]
+    rich = "--plain" not in sys.argv[1:]
     session: Session[Any] = Session(ScriptedLLM(voice), background=[builder])
     await run_console(session, Agent("Be brief."), rich=rich, banner="console test ready")
 

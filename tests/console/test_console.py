@@ -18,8 +18,9 @@ ROOT = APP.parents[2]
 TIMEOUT = 20
 
 
-def spawn(*args: str) -> pexpect.spawn:
-    env = {**os.environ, "TERM": "xterm-256color", "PYTHONPATH": str(ROOT), "COLUMNS": "140"}
+def spawn(*args: str, columns: int = 140) -> pexpect.spawn:
+    env = {**os.environ, "TERM": "xterm-256color", "PYTHONPATH": str(ROOT)}
+    env["COLUMNS"] = str(columns)
     env.pop("BACKLINE_CONSOLE_PLAIN", None)
     child = pexpect.spawn(
         sys.executable,
@@ -27,7 +28,7 @@ def spawn(*args: str) -> pexpect.spawn:
         env=env,
         encoding="utf-8",
         timeout=TIMEOUT,
-        dimensions=(40, 140),
+        dimensions=(40, columns),
     )
     return child
 

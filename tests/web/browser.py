@@ -21,6 +21,9 @@ CHROMIUM_ARGS = [
     "--disable-component-update",
     "--disable-sync",
     "--no-first-run",
+    # A machine with a microphone: Chromium's own fake capture device (a real device list,
+    # no sound card needed). Speech recognition stays Chromium's: an interface, no service.
+    "--use-fake-device-for-media-stream",
 ]
 VIEWPORT = {"width": 1280, "height": 800}
 
@@ -57,8 +60,11 @@ async def chromium(executable: str) -> AsyncIterator[Any]:
                 await context.close()
 
 
-async def open_page(context: Any, url: str | None, **config: Any) -> Any:
-    """A page with the fake speech installed (``config``: wordMs, recognition, synthesis)."""
+async def open_page(
+    context: Any, url: str | None, *, fake_speech: bool = True, **config: Any
+) -> Any:
+    """A page with the fake speech installed (``config``: wordMs, recognition, synthesis,
+    microphone), or with the browser's own (``fake_speech=False``)."""
     page = await context.new_page()
     page.errors = []  # console errors and uncaught exceptions, for the tests to check
     page.on(
@@ -66,8 +72,9 @@ async def open_page(context: Any, url: str | None, **config: Any) -> Any:
         lambda msg: page.errors.append(msg.text) if msg.type == "error" else None,
     )
     page.on("pageerror", lambda exc: page.errors.append(str(exc)))
-    await page.add_init_script(script=f"window.__fakeSpeechConfig = {json.dumps(config)};")
-    await page.add_init_script(path=str(FAKE_SPEECH))
+    if fake_speech:
+        await page.add_init_script(script=f"window.__fakeSpeechConfig = {json.dumps(config)};")
+        await page.add_init_script(path=str(FAKE_SPEECH))
     if url is not None:
         await page.goto(url)
     return page

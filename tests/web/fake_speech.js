@@ -11,10 +11,11 @@
  *   spokenWords()         every word synthesis has started to speak, in order
  *   config                the configuration in force (change wordMs to pace later speech)
  *   holdSpeech            while true, synthesis speaks no further word (a paused voice)
+ *   plugMicrophone()      with {microphone: false}: a microphone is connected now
  */
 (() => {
   "use strict";
-  const cfg = Object.assign({ wordMs: 20, recognition: true, synthesis: true },
+  const cfg = Object.assign({ wordMs: 20, recognition: true, synthesis: true, microphone: true },
     window.__fakeSpeechConfig || {});
   const fake = { recognitions: [], active: null, utterances: [], log: [], config: cfg };
   window.__fake = fake;
@@ -96,6 +97,19 @@
   } else {
     delete window.SpeechRecognition;
     delete window.webkitSpeechRecognition;
+  }
+
+  // -- the microphone: Chromium's fake device, or none until plugMicrophone() ------------------
+  if (!cfg.microphone && navigator.mediaDevices) {
+    const devices = navigator.mediaDevices;
+    const real = devices.enumerateDevices.bind(devices);
+    let plugged = false;
+    devices.enumerateDevices = async () =>
+      (await real()).filter((d) => plugged || d.kind !== "audioinput");
+    fake.plugMicrophone = () => {
+      plugged = true;
+      devices.dispatchEvent(new Event("devicechange"));
+    };
   }
 
   // -- synthesis -----------------------------------------------------------------------------

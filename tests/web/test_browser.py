@@ -230,9 +230,10 @@ async def test_without_browser_speech_the_page_says_so_and_typing_works(
 ) -> None:
     page = await open_page(browser, server.url, recognition=False, synthesis=False)
     await ready(page, expect)
-    await expect(page.locator("#notice")).to_contain_text("no speech recognition")
+    await expect(page.locator("#voice-status")).to_contain_text("no speech recognition")
     await expect(page.locator("#notice")).to_contain_text("replies are shown, not spoken")
-    await expect(page.locator("#mic")).to_be_disabled()
+    await expect(page.locator("#mic")).to_be_hidden()
+    await expect(page.locator("#ptt")).to_be_hidden()
     await page.fill("#text", "typed hello")
     await page.press("#text", "Enter")
     await expect(page.locator(".entry.agent.final .text")).to_have_text(
@@ -240,6 +241,56 @@ async def test_without_browser_speech_the_page_says_so_and_typing_works(
     )
     [message] = assistant_messages(controls.sessions[0])
     assert not message.interrupted
+    assert page.errors == []
+
+
+# -- what works here (issue 26, item 1) -----------------------------------------------------------
+async def test_in_chromium_the_page_offers_typing_and_says_which_browser_to_use(
+    server: WebServer, controls: Controls, browser: Any, expect: Any
+) -> None:
+    # Chromium's own speech: the interface is there, the service behind it is not.
+    page = await open_page(browser, server.url, fake_speech=False)
+    await ready(page, expect)
+    status = page.locator("#voice-status")
+    await expect(status).to_have_attribute("data-voice", "none", timeout=WAIT)
+    await expect(status).to_contain_text("no speech recognition service")
+    await expect(status).to_contain_text("open this page in Google Chrome, Edge or Safari")
+    await expect(page.locator("#mic")).to_be_hidden()
+    await expect(page.locator("#ptt")).to_be_hidden()
+    await page.keyboard.down("Space")  # push-to-talk's key does nothing either
+    await page.keyboard.up("Space")
+    await page.fill("#text", "typed in chromium")
+    await page.press("#text", "Enter")
+    await expect(page.locator(".entry.agent.final .text")).to_have_text(
+        "You said: typed in chromium. What next?", timeout=WAIT
+    )
+    assert "No microphone" not in await page.locator("#notice").inner_text()
+    assert page.errors == []
+
+
+async def test_with_a_speech_recognition_in_the_page_talking_is_offered(
+    server: WebServer, browser: Any, expect: Any
+) -> None:
+    page = await open_page(browser, server.url)  # a SpeechRecognition given to the page
+    await ready(page, expect)
+    status = page.locator("#voice-status")
+    await expect(status).to_have_attribute("data-voice", "browser", timeout=WAIT)
+    await expect(status).to_contain_text("You can talk")
+    await expect(page.locator("#mic")).to_be_visible()
+    await expect(page.locator("#ptt")).to_be_visible()
+
+
+async def test_without_a_microphone_talking_waits_for_one_to_be_connected(
+    server: WebServer, browser: Any, expect: Any
+) -> None:
+    page = await open_page(browser, server.url, microphone=False)
+    await ready(page, expect)
+    status = page.locator("#voice-status")
+    await expect(status).to_contain_text("No microphone was found: connect one", timeout=WAIT)
+    await expect(page.locator("#mic")).to_be_hidden()
+    await page.evaluate("window.__fake.plugMicrophone()")
+    await expect(status).to_have_attribute("data-voice", "browser", timeout=WAIT)
+    await expect(page.locator("#mic")).to_be_visible()
     assert page.errors == []
 
 

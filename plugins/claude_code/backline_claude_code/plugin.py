@@ -94,7 +94,9 @@ def register_background_sessions(register: Callable[[Any], None]) -> None:
 @hookimpl
 def register_options(register: Callable[..., None]) -> None:
     for name, envvar, help_text, kwargs in OPTIONS:
-        register(f"--claude-{name}", envvar=envvar, help=help_text, **kwargs)
+        register(
+            f"--claude-{name}", envvar=envvar, help=help_text, background="claude_code", **kwargs
+        )
 
 
 def load_config() -> ClaudeCodeConfig:

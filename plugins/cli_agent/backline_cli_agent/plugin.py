@@ -26,4 +26,10 @@ def register_background_sessions(register: Callable[[Any], None]) -> None:
 
 @hookimpl
 def register_options(register: Any) -> None:
-    register("--agent-cmd", envvar=ENV_AGENT_CMD, help=AGENT_CMD_HELP, metavar="COMMAND")
+    register(
+        "--agent-cmd",
+        envvar=ENV_AGENT_CMD,
+        help=AGENT_CMD_HELP,
+        metavar="COMMAND",
+        background="cli_agent",
+    )

@@ -20,7 +20,7 @@ from .config import (
     ENV_STAGE_MODELS,
 )
 from .providers import PROVIDERS, factory
-from .search import SEARCH_PROVIDERS, RegisterSearchProvider
+from .search import SEARCH_PROVIDERS, RegisterSearchProvider, search_provider_names
 
 
 @hookimpl
@@ -46,6 +46,8 @@ def register_options(register: RegisterOption) -> None:
     register(
         "--search",
         envvar=ENV_SEARCH,
+        background="deep_research",
+        choices=search_provider_names,
         metavar="NAME",
         help="Deep research: the search provider (ddgs, searxng, tavily, brave, local, or "
         "one from another plugin; default ddgs).",
@@ -53,42 +55,50 @@ def register_options(register: RegisterOption) -> None:
     register(
         "--searxng-url",
         envvar=ENV_SEARXNG_URL,
+        background="deep_research",
         metavar="URL",
         help="Deep research: the SearXNG instance for --search searxng.",
     )
     register(
         "--research-docs",
         envvar=ENV_DOCS,
+        background="deep_research",
         metavar="DIR",
         help="Deep research: the folder of documents for --search local.",
     )
     register(
         "--research-dir",
         envvar=ENV_REPORT_DIR,
+        background="deep_research",
         metavar="DIR",
         help="Deep research: where reports are saved (default: the working directory).",
     )
     register(
         "--research-llm",
         envvar=ENV_LLM,
+        background="deep_research",
+        choices=lambda manager: manager.llm_names(),
         metavar="NAME",
         help="Deep research: the LLM (a registered name; default anthropic).",
     )
     register(
         "--research-model",
         envvar=ENV_MODEL,
+        background="deep_research",
         metavar="MODEL",
         help="Deep research: the model of every research stage.",
     )
     register(
         "--research-stage-models",
         envvar=ENV_STAGE_MODELS,
+        background="deep_research",
         metavar="STAGE=MODEL,...",
         help="Deep research: a model per stage (clarify, plan, extract, verify, write).",
     )
     register(
         "--research-limits",
         envvar=ENV_LIMITS,
+        background="deep_research",
         metavar="NAME=VALUE,...",
         help="Deep research: limits, e.g. max_sources=12,page_chars=6000 "
         "(docs/deep-research.md lists them).",

@@ -5,12 +5,13 @@ Nothing here imports ``openai``: the factory does, when a session is built.
 
 from __future__ import annotations
 
+import os
 from typing import TYPE_CHECKING, Any
 
 from backline import hookimpl
 from backline.llm import LLMError
 
-from ._endpoints import BASE_URL_ENV, DEFAULT_BASE_URL
+from ._endpoints import BASE_URL_ENV, DEFAULT_BASE_URL, Endpoint
 
 if TYPE_CHECKING:
     from backline.plugins import RegisterLLM, RegisterOption
@@ -37,9 +38,28 @@ def openai_llm(model: str | None = None, **options: Any) -> OpenAILLM:
     return llm
 
 
+def known_models() -> list[str]:
+    """The models the configured endpoint is known to serve: OpenAI's default on OpenAI's
+    API (``--base-url`` / ``$OPENAI_BASE_URL`` elsewhere: the server's own list)."""
+    default = Endpoint.of(None).default_model
+    return [default] if default else []
+
+
+def configured_model() -> str | None:
+    """The model used without ``-m``: ``$BACKLINE_MODEL``, else the endpoint's default
+    (OpenAI's API has one; other endpoints need a model named)."""
+    return os.environ.get("BACKLINE_MODEL") or Endpoint.of(None).default_model
+
+
 @hookimpl
 def register_llms(register: RegisterLLM) -> None:
-    register("openai", openai_llm, description=DESCRIPTION)
+    register(
+        "openai",
+        openai_llm,
+        description=DESCRIPTION,
+        models=known_models,
+        default_model=configured_model,
+    )
 
 
 @hookimpl

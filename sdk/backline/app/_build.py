@@ -23,6 +23,7 @@ from ..keys import KeyStoreError, get_key
 from ..llm.llm import LLMError
 from ..plugins import PluginManager, UnknownNameError
 from ._options import SessionOptions
+from ._plugin_options import check_plugin_options
 
 if TYPE_CHECKING:
     from ..background.definition import BackgroundDefinition
@@ -40,8 +41,10 @@ DEFAULT_INSTRUCTIONS = (
 
 
 def check_options(manager: PluginManager, options: SessionOptions) -> list[BackgroundDefinition]:
-    """Check the user's choices (names, combinations, the ``.mcp.json`` file) before
-    anything else, credentials included; returns the chosen background definitions."""
+    """Check the user's choices (names, combinations, plugins' options, the ``.mcp.json``
+    file) before anything else, credentials included; returns the chosen background
+    definitions. A plugin's option for a background that is not chosen, or with a value
+    it does not take, is a usage error (``check_plugin_options``)."""
     if options.agent is not None and options.instructions is not None:
         raise click.UsageError("use --instructions or --agent, not both")
     try:
@@ -53,6 +56,7 @@ def check_options(manager: PluginManager, options: SessionOptions) -> list[Backg
             manager.llm(options.llm)
         except UnknownNameError as e:
             raise click.BadParameter(str(e), param_hint="'--llm'") from None
+    check_plugin_options(manager, options)
     _mcp_servers(options)
     return backgrounds
 

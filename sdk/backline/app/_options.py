@@ -2,22 +2,22 @@
 
 ``@session_options`` adds them to a click command (``--background``, ``--llm``,
 ``--model``, ``--instructions``, ``--agent``, ``--log-file``, ``--no-log``,
-``--mcp-config``), passes them as one ``SessionOptions`` value and marks the
-command as a front end, so options plugins register (``register_options``) are
-added to it too.
+``--mcp-config``), in a "Session" section of its help, passes them as one
+``SessionOptions`` value and marks the command as a front end, so options plugins
+register (``register_options``) are added to it too, a section per plugin.
 """
 
 from __future__ import annotations
 
 import functools
 import os
-from collections.abc import Callable
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 import click
 
-from ..plugins import FRONT_END_MARK
+from ..plugins import FRONT_END_MARK, GIVEN_OPTIONS_KEY, OptionSection
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -36,6 +36,8 @@ class SessionOptions:
     ``log``: write the conversation to the conversation log (``--no-log`` turns it
     off; so does ``BACKLINE_LOG=0``); ``log_file``: where error details go.
     ``mcp_config``: a ``.mcp.json`` file whose MCP servers' tools the voice agent gets.
+    ``plugin_options``: the plugins' options given on the command line (flag ->
+    value), checked against the chosen backgrounds by ``check_options``.
     """
 
     backgrounds: tuple[str, ...] = ()
@@ -46,6 +48,7 @@ class SessionOptions:
     log_file: str | None = None
     log: bool = True
     mcp_config: str | None = None
+    plugin_options: Mapping[str, Any] = field(default_factory=dict)
 
 
 def session_options(command: F) -> F:
@@ -69,6 +72,8 @@ def session_options(command: F) -> F:
         mcp_config: str | None,
         **kwargs: Any,
     ) -> Any:
+        ctx = click.get_current_context(silent=True)
+        given = dict(ctx.meta.get(GIVEN_OPTIONS_KEY, {})) if ctx is not None else {}
         options = SessionOptions(
             backgrounds=tuple(background),
             llm=llm,
@@ -78,54 +83,68 @@ def session_options(command: F) -> F:
             log_file=log_file,
             log=not no_log,
             mcp_config=mcp_config,
+            plugin_options=given,
         )
         return command(*args, session_options=options, **kwargs)
 
     setattr(wrapper, FRONT_END_MARK, True)
-    result: Callable[..., Any] = wrapper
-    for decorate in reversed(_OPTIONS):
-        result = decorate(result)
-    return result  # type: ignore[return-value]
+    # Parameters are listed in the order given: the section's title, then its options.
+    params: list[click.Parameter] = getattr(wrapper, "__click_params__", [])
+    wrapper.__click_params__ = params  # type: ignore[attr-defined]
+    params.extend(reversed([SESSION_SECTION.title(), *_session_params()]))
+    return wrapper  # type: ignore[return-value]
 
 
-_OPTIONS: list[Callable[[Callable[..., Any]], Callable[..., Any]]] = [
-    click.option(
-        "--background",
-        "-b",
-        multiple=True,
-        metavar="NAME",
-        help="A background session to run (repeatable). Without it none runs; "
-        "`backline plugins` lists those installed.",
-    ),
-    click.option(
-        "--llm",
-        default=lambda: os.environ.get("BACKLINE_LLM", DEFAULT_LLM),
-        show_default="anthropic, or $BACKLINE_LLM",
-        metavar="NAME",
-        help="The LLM to use (a name registered by a plugin).",
-    ),
-    click.option("--model", "-m", metavar="MODEL", help="The model name for that LLM."),
-    click.option("--instructions", metavar="TEXT", help="Instructions of the voice agent."),
-    click.option(
-        "--agent",
-        metavar="MODULE:CLASS",
-        help="Use this Agent class (built with no arguments) instead of --instructions.",
-    ),
-    click.option(
-        "--log-file",
-        metavar="PATH",
-        envvar="BACKLINE_LOG_FILE",
-        help="Where error details go (default: ~/.local/state/backline/backline.log).",
-    ),
-    click.option(
-        "--no-log",
-        is_flag=True,
-        help="Do not write this conversation to the conversation log (`backline logs`).",
-    ),
-    click.option(
-        "--mcp-config",
-        metavar="PATH",
-        help="A .mcp.json file: its MCP servers' tools become the voice agent's "
-        "(<server>__<tool>). See docs/mcp.md.",
-    ),
-]
+SESSION_SECTION = OptionSection("Session", help="what the conversation runs")
+"""The help section of the session options."""
+
+
+def _session_params() -> list[click.Option]:
+    option = SESSION_SECTION.option
+    return [
+        option(
+            "--background",
+            "-b",
+            multiple=True,
+            metavar="NAME",
+            help="A background session to run (repeatable). Without it none runs; "
+            "`backline plugins` lists those installed.",
+        ),
+        option(
+            "--llm",
+            default=lambda: os.environ.get("BACKLINE_LLM", DEFAULT_LLM),
+            show_default="anthropic, or $BACKLINE_LLM",
+            metavar="NAME",
+            help="The voice agent's LLM (a name a plugin registered; `backline models` "
+            "lists them).",
+        ),
+        option(
+            "--model",
+            "-m",
+            metavar="MODEL",
+            help="The model of that LLM (default: the LLM's own; `backline models`).",
+        ),
+        option("--instructions", metavar="TEXT", help="The voice agent's instructions."),
+        option(
+            "--agent",
+            metavar="MODULE:CLASS",
+            help="Use this Agent class (built with no arguments) instead of --instructions.",
+        ),
+        option(
+            "--log-file",
+            metavar="PATH",
+            envvar="BACKLINE_LOG_FILE",
+            help="Where error details go (default: ~/.local/state/backline/backline.log).",
+        ),
+        option(
+            "--no-log",
+            is_flag=True,
+            help="Do not write this conversation to the conversation log (`backline logs`).",
+        ),
+        option(
+            "--mcp-config",
+            metavar="PATH",
+            help="A .mcp.json file: its MCP servers' tools become the voice agent's "
+            "(<server>__<tool>). See docs/mcp.md.",
+        ),
+    ]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from ..limits import DEFAULT_LIMITS
@@ -39,8 +40,9 @@ def summarize_state(state: Any, width: int = 70) -> str:
     ``files_changed`` as a count; whole numbers are counts (``sources_read: 6`` reads
     "sources read 6"); other keys with a short text (up to ``FIELD_CHARS``) or a
     fractional number read as ``key value`` (``{"status": "checking", "city": "Oslo"}``
-    reads "checking · city Oslo"). The line is cut to ``width``; ``links`` (label ->
-    URL or file path) are shown in full after the cut.
+    reads "checking · city Oslo"). The line is cut to ``width``, never inside a
+    command in backticks (an instruction such as "(`backline mcp config -b x`)" is kept
+    whole); ``links`` (label -> URL or file path) are shown in full after the cut.
     """
     links = ""
     if isinstance(state, dict):
@@ -73,7 +75,14 @@ def summarize_state(state: Any, width: int = 70) -> str:
         text = "null"
     else:
         text = str(state)
-    return shorten(text, width) + links
+    return shorten(text, _keeping_commands(" ".join(text.split()), width)) + links
+
+
+def _keeping_commands(text: str, width: int) -> int:
+    """``width``, or more so that no command in backticks (and what closes it) is cut."""
+    ends = [m.end() for m in re.finditer(r"`[^`]+`[)\].,;:!?]*", text)]
+    needed = max((end for end in ends if end > width - 1), default=0)
+    return max(width, needed + 1 if needed < len(text) else needed)
 
 
 def _field(value: Any) -> str:

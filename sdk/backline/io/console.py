@@ -4,7 +4,9 @@ The user types; replies stream as they are generated; agent-initiated turns
 (background updates) appear the moment they are spoken, with no input needed; a
 live status line shows the agent state and each background's state. In a real
 terminal it uses prompt_toolkit (the status line is a bottom toolbar and the
-reply in progress streams there); otherwise it prints plain lines. Ctrl-C,
+reply in progress streams there); otherwise it prints plain lines. Input that is
+not a terminal (a pipe, a file) is a script: each line is sent once the reply to
+the one before ended, and its end waits for the pending replies. Ctrl-C,
 Ctrl-D or ``/quit`` close the session cleanly (bounded). A line longer than
 ``Limits.max_user_turn_chars`` is refused with a message, and the console goes on.
 
@@ -18,8 +20,10 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
+import re
 import stat
 import sys
+import textwrap
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any, TextIO
 
@@ -36,8 +40,11 @@ if TYPE_CHECKING:
     from ..voice.agent import Agent
 
 EOF_IDLE_TIMEOUT = 120.0
-"""At the end of piped input, how long the agent may take to finish answering."""
+"""With piped input, how long the agent may take to answer a line before the next one
+is sent (and, at the end of the input, before the console closes)."""
 QUIT_COMMANDS = frozenset({"/quit", "/exit", "/q"})
+LEAVE_HINT = "/quit or Ctrl-D: leave"
+"""The status line's last item: how to leave, always shown whole."""
 _UTF8_MAX = 4  # bytes per character, at most
 STATUS_EVENTS: tuple[Any, ...] = (
     "agent_state_changed",
@@ -79,11 +86,56 @@ class ConsoleView:
     def speaker(self, speech_id: str) -> str:
         return speaker_label(self._sources.get(speech_id))
 
-    def status_line(self) -> str:
+    def status_items(self) -> list[str]:
+        """What the status line says: the agent's and the user's state, each
+        background's, and how to leave."""
         s = self.session
-        parts = [f"agent: {s.agent_state}", f"you: {s.user_state}"]
-        parts += [f"{bid}: {text}" for bid, text in self.backgrounds.items()]
-        return " | ".join(parts)
+        items = [f"agent: {s.agent_state}", f"you: {s.user_state}"]
+        items += [f"{bid}: {text}" for bid, text in self.backgrounds.items()]
+        return [*items, LEAVE_HINT]
+
+    def status_line(self) -> str:
+        return " | ".join(self.status_items())
+
+    def status_lines(self, width: int) -> list[str]:
+        """The status line laid out in ``width`` columns: it wraps (between items, else
+        between words), so a narrow terminal never cuts an instruction off."""
+        return wrap_items(self.status_items(), width)
+
+
+def wrap_items(items: list[str], width: int, separator: str = " | ") -> list[str]:
+    """``items`` joined by ``separator`` in lines of at most ``width`` characters: a line
+    breaks between items, and an item wider than a line between its words (not inside
+    a command in backticks that fits on a line)."""
+    width = max(width, 10)
+    items = [_bind_commands(item, width) for item in items]
+    lines: list[str] = []
+    current = ""
+    for item in items:
+        joined = f"{current}{separator}{item}" if current else item
+        if len(joined) <= width:
+            current = joined
+            continue
+        if current:
+            lines.append(current)
+        pieces = textwrap.wrap(item, width) or [""]
+        lines += pieces[:-1]
+        current = pieces[-1]
+    lines.append(current)
+    return [line.replace(_NBSP, " ") for line in lines]
+
+
+_NBSP = "\u00a0"
+
+
+def _bind_commands(text: str, width: int) -> str:
+    """``text`` with the spaces of each backticked command that fits in ``width`` made
+    unbreakable (``textwrap`` breaks only at ordinary whitespace)."""
+    return re.sub(
+        r"\(?`[^`]+`\)?",
+        lambda m: m[0].replace(" ", _NBSP) if len(m[0]) <= width else m[0],
+        text,
+    )
 
 
 class ConsoleOutput(TextOutput):
@@ -383,12 +435,13 @@ async def _run_rich(
     prompt: PromptSession[str] = PromptSession()
 
     def toolbar() -> Any:
+        width = prompt.app.output.get_size().columns
         live = view.live_reply
         lines = []
         if live:
-            tail = " ".join(live.split())[-150:]
+            tail = " ".join(live.split())[-max(width - 9, 20) :]
             lines.append(f"<b>agent</b>: {_escape(tail)}▌")
-        lines.append(_escape(view.status_line()))
+        lines += [_escape(line) for line in view.status_lines(width)]
         return HTML("\n".join(lines))
 
     def redraw(_: Any = None) -> None:
@@ -470,8 +523,10 @@ async def _converse(
 ) -> None:
     """Start, push each line as a user turn until EOF or a quit command, then close.
 
-    With ``finish_at_eof`` (input from a file or a pipe, not a person), the end of the
-    input lets the agent finish answering (bounded) before the session closes.
+    With ``finish_at_eof`` (input from a file or a pipe, not a person: a script), each
+    line is sent once the agent finished answering the one before (bounded), so no
+    line barges in, and the end of the input lets the agent finish answering before
+    the session closes.
     """
     try:
         await session.start(agent)
@@ -488,6 +543,8 @@ async def _converse(
                 emit(_too_long_message(f"{len(line):,} characters", limits))
             elif line:
                 session.push_user_turn(line)
+                if finish_at_eof:
+                    await session.wait_for_idle(timeout=EOF_IDLE_TIMEOUT)
         if finish_at_eof:
             # Input from a file or a pipe: its end, or a quit command in it, lets the
             # agent finish answering what came before (bounded); a person's quit does not.

@@ -31,10 +31,17 @@ if TYPE_CHECKING:
     )
     from ._discovery import BUILTIN_PLUGINS, ENTRY_POINT_GROUP, ENV_ALLOW, ENV_DENY, ENV_STRICT
     from ._errors import PluginError, UnknownNameError
+    from ._help import OptionSection
     from ._info import PluginInfo, PluginStatus
     from ._kinds import RegisterHookspecs, RegistrationKind
     from ._manager import PluginManager
-    from ._options import FRONT_END_MARK, OptionEntry, attach_options, is_front_end
+    from ._options import (
+        FRONT_END_MARK,
+        GIVEN_OPTIONS_KEY,
+        OptionEntry,
+        attach_options,
+        is_front_end,
+    )
     from ._registry import RESERVED_OWNER, Clash
     from ._scaffold import create_plugin
 
@@ -57,6 +64,8 @@ _LAZY = {
     "RegisterTool": "._core_kinds",
     "OptionEntry": "._options",
     "FRONT_END_MARK": "._options",
+    "GIVEN_OPTIONS_KEY": "._options",
+    "OptionSection": "._help",
     "attach_options": "._options",
     "is_front_end": "._options",
     "create_plugin": "._scaffold",
@@ -73,6 +82,7 @@ __all__ = [
     "ENV_DENY",
     "ENV_STRICT",
     "FRONT_END_MARK",
+    "GIVEN_OPTIONS_KEY",
     "OBSERVER_HOOKS",
     "PROJECT_NAME",
     "REGISTRATION_HOOKS",
@@ -81,6 +91,7 @@ __all__ = [
     "LLMEntry",
     "LLMFactory",
     "OptionEntry",
+    "OptionSection",
     "PluginError",
     "PluginInfo",
     "PluginManager",
@@ -144,6 +155,10 @@ def _module(name: str) -> ModuleType:
         from . import _kinds
 
         return _kinds
+    elif name == "._help":
+        from . import _help
+
+        return _help
     else:
         from . import _scaffold
 

@@ -6,6 +6,8 @@ plugins stays fast.
 
 from __future__ import annotations
 
+import os
+import typing
 from typing import TYPE_CHECKING, Any
 
 from ._hookspecs import hookimpl
@@ -20,6 +22,23 @@ DESCRIPTION = (
 )
 
 
+def anthropic_models() -> list[str]:
+    """The models the installed ``anthropic`` package lists (its ``ModelParam``)."""
+    from anthropic.types import ModelParam
+
+    names: list[str] = []
+    for arm in typing.get_args(ModelParam):
+        names += [a for a in typing.get_args(arm) if isinstance(a, str)]
+    return names
+
+
+def anthropic_default_model() -> str:
+    """``$BACKLINE_MODEL``, else the adapter's ``DEFAULT_MODEL``."""
+    from ..llm.anthropic import DEFAULT_MODEL, MODEL_ENV
+
+    return os.environ.get(MODEL_ENV) or DEFAULT_MODEL
+
+
 def anthropic_llm(model: str | None = None, **options: Any) -> LLM:
     """Build ``backline.llm.anthropic.AnthropicLLM(model, **options)``."""
     from ..llm.anthropic import AnthropicLLM
@@ -29,4 +48,10 @@ def anthropic_llm(model: str | None = None, **options: Any) -> LLM:
 
 @hookimpl
 def register_llms(register: RegisterLLM) -> None:
-    register("anthropic", anthropic_llm, description=DESCRIPTION)
+    register(
+        "anthropic",
+        anthropic_llm,
+        description=DESCRIPTION,
+        models=anthropic_models,
+        default_model=anthropic_default_model,
+    )

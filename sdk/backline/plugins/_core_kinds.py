@@ -7,7 +7,7 @@ the manager treats them all alike, backline's first.
 from __future__ import annotations
 
 import inspect
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol, TypeAlias
 
@@ -16,7 +16,7 @@ from ..background.tools import RESERVED_TOOL_NAMES
 from ..llm.llm import LLM
 from ..llm.tools import FunctionTool, function_tool
 from ._kinds import RegistrationKind, check_name
-from ._options import RESERVED_OPTIONS, OptionEntry, make_option
+from ._options import RESERVED_OPTIONS, Choices, OptionEntry, make_option
 
 LLMFactory: TypeAlias = Callable[..., LLM]
 """``factory(**options) -> LLM``: what ``register_llms`` registers under a name."""
@@ -37,25 +37,65 @@ class RegisterTool(Protocol):
 class RegisterOption(Protocol):
     """The ``register`` argument of ``register_options``."""
 
-    def __call__(self, *param_decls: str, envvar: str, help: str, **kwargs: Any) -> None: ...
+    def __call__(
+        self,
+        *param_decls: str,
+        envvar: str,
+        help: str,
+        background: str | None = None,
+        choices: Choices | None = None,
+        validate: Callable[[str], object] | None = None,
+        **kwargs: Any,
+    ) -> None: ...
+
+
+ModelNames: TypeAlias = Sequence[str] | Callable[[], Iterable[str]]
+"""The models an LLM knows: names, or a function returning them (called when they are
+listed, so it may read the configuration or import the provider's package)."""
 
 
 class RegisterLLM(Protocol):
     """The ``register`` argument of ``register_llms``."""
 
     def __call__(
-        self, name: str, factory: Callable[..., LLM], *, description: str = ""
+        self,
+        name: str,
+        factory: Callable[..., LLM],
+        *,
+        description: str = "",
+        models: ModelNames = (),
+        default_model: str | Callable[[], str | None] | None = None,
     ) -> None: ...
 
 
 @dataclass(frozen=True)
 class LLMEntry:
-    """A named LLM factory and the plugin that registered it."""
+    """A named LLM factory and the plugin that registered it.
+
+    ``models``: the model names it knows (``known_models()``); ``default_model``: the
+    one it uses when none is named (``default()``), as configured now. Both are for
+    listing (``backline models``); the factory still decides.
+    """
 
     name: str
     factory: Callable[..., LLM]
     description: str
     plugin: str
+    models: ModelNames = ()
+    default_model: str | Callable[[], str | None] | None = None
+
+    def known_models(self) -> list[str]:
+        """The models it knows, the default first (when it declares one)."""
+        names = list(self.models() if callable(self.models) else self.models)
+        default = self.default()
+        if default is not None:
+            names = [default, *(n for n in names if n != default)]
+        return list(dict.fromkeys(str(n) for n in names))
+
+    def default(self) -> str | None:
+        """The model it uses when none is named, or None (it needs one)."""
+        found = self.default_model() if callable(self.default_model) else self.default_model
+        return str(found) if found else None
 
 
 def _background(plugin: str, definition: BackgroundDefinition) -> tuple[str, BackgroundDefinition]:
@@ -81,26 +121,66 @@ def _tool(plugin: str, tool: FunctionTool | Callable[..., Any]) -> tuple[str, Fu
 
 
 def _llm(
-    plugin: str, name: str, factory: Callable[..., LLM], *, description: str = ""
+    plugin: str,
+    name: str,
+    factory: Callable[..., LLM],
+    *,
+    description: str = "",
+    models: ModelNames = (),
+    default_model: str | Callable[[], str | None] | None = None,
 ) -> tuple[str, LLMEntry]:
-    """Register an LLM factory under ``name``: ``factory(**options) -> LLM``."""
+    """Register an LLM factory under ``name``: ``factory(**options) -> LLM``.
+
+    ``models``: the model names it knows (a list, or a function returning one, called
+    only when models are listed); ``default_model``: the model it uses when none is
+    named (a name, or a function returning the configured one, or None). ``backline
+    models`` lists them.
+    """
     check_name("register_llms", "LLM name", name)
     if not callable(factory):
         raise TypeError(f"register_llms: the factory for '{name}' must be callable")
-    return name, LLMEntry(name, factory, description, plugin)
+    if not callable(models):
+        if isinstance(models, str) or not all(isinstance(m, str) for m in models):
+            raise TypeError(f"register_llms: models for '{name}' must be names, or a function")
+        models = tuple(models)
+    if default_model is not None and not (
+        callable(default_model) or isinstance(default_model, str)
+    ):
+        raise TypeError(f"register_llms: default_model for '{name}' must be a name, or a function")
+    return name, LLMEntry(name, factory, description, plugin, models, default_model)
 
 
 def _option(
-    plugin: str, *param_decls: str, envvar: str, help: str, **kwargs: Any
+    plugin: str,
+    *param_decls: str,
+    envvar: str,
+    help: str,
+    background: str | None = None,
+    choices: Choices | None = None,
+    validate: Callable[[str], object] | None = None,
+    **kwargs: Any,
 ) -> tuple[str, OptionEntry]:
     """Add a front-end option: ``register("--depth", envvar="X_DEPTH", help="...")``.
 
     The option joins ``backline console``, ``backline web`` and every other
     front end; a value given on the command line is exported to ``envvar``.
-    Other keywords go to ``click.Option`` (``type``, ``is_flag``, ``metavar``,
-    ``show_default`` ...), except ``default``, ``multiple`` and ``callback``.
+    ``background="my_bg"``: the option configures that background session, and is a
+    usage error when it is not chosen. ``choices`` (names, or ``choices(manager)``
+    returning them) and ``validate(value)`` (raising ``ValueError`` saying what is
+    wrong) check the value before a session is built. Other keywords go to
+    ``click.Option`` (``type``, ``is_flag``, ``metavar``, ``show_default`` ...),
+    except ``default``, ``multiple`` and ``callback``.
     """
-    entry = make_option(plugin, param_decls, envvar=envvar, help=help, **kwargs)
+    entry = make_option(
+        plugin,
+        param_decls,
+        envvar=envvar,
+        help=help,
+        background=background,
+        choices=choices,
+        validate=validate,
+        **kwargs,
+    )
     return entry.flag, entry
 
 

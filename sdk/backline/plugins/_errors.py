@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import difflib
 import inspect
 from collections.abc import Iterable
 from typing import Any
@@ -18,6 +19,22 @@ class UnknownNameError(LookupError):
 
     def __str__(self) -> str:
         return str(self.args[0]) if self.args else ""
+
+
+def closest(name: str, names: Iterable[str]) -> str | None:
+    """The one of ``names`` that ``name`` most likely meant: the same but for case,
+    ``-`` and ``_`` (``claude-code`` for ``claude_code``), else the closest spelling."""
+    known = list(names)
+    key = _spelling(name)
+    same = [n for n in known if _spelling(n) == key]
+    if same:
+        return same[0]
+    close = difflib.get_close_matches(key, [_spelling(n) for n in known], n=1, cutoff=0.6)
+    return next((n for n in known if close and _spelling(n) == close[0]), None)
+
+
+def _spelling(name: str) -> str:
+    return name.lower().replace("-", "_")
 
 
 class HookFailed(Exception):

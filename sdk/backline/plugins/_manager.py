@@ -40,7 +40,7 @@ from ._discovery import (
     entry_point_candidates,
     parse_name_list,
 )
-from ._errors import PluginError, UnknownNameError, reject_awaitables
+from ._errors import PluginError, UnknownNameError, closest, reject_awaitables
 from ._hookspecs import OBSERVER_HOOKS
 from ._info import PluginInfo
 from ._isolation import Isolation
@@ -350,6 +350,9 @@ class PluginManager:
 
     def _unknown(self, what: str, name: str, available: list[str]) -> str:
         text = f"unknown {what} '{name}'; available: {', '.join(available) or 'none'}"
+        suggestion = closest(name, available)
+        if suggestion is not None:
+            return f"{text}. Did you mean '{suggestion}'?"
         missing = [i for i in self._loader.infos if i.status != "loaded"]
         if missing:
             listed = ", ".join(

@@ -55,6 +55,7 @@ def build_web_command(
     build = build_session or default_build
 
     @click.command(name, help=WEB_HELP)
+    @session_options_decorator
     @click.option(
         "--host",
         default="127.0.0.1",
@@ -96,7 +97,6 @@ def build_web_command(
         default=None,
         help="How many conversations (tabs) may run at once (default: 8).",
     )
-    @session_options_decorator
     def web(
         session_options: SessionOptions,
         host: str,

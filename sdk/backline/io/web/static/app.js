@@ -292,13 +292,63 @@
     };
   }
 
+  // -- what works here ---------------------------------------------------------------------------
+  // Voice is offered only once the page knows it can work here. Each way in is tried in order:
+  // the first with no problem is offered; else the page says why none works (typing always
+  // does). The server's own speech recognition, when the server offers it, is one more entry.
+  const VOICE_INPUTS = [
+    {
+      name: "browser",
+      problem(caps) {
+        if (caps.recognition === "absent") {
+          return "This browser has no speech recognition, so you cannot talk to the agent here: type your messages below. Google Chrome, Edge and Safari recognise speech (with a network connection); Firefox does not.";
+        }
+        if (caps.recognition === "no-service") {
+          return "This browser has no speech recognition service (Chromium builds, Brave and Opera have the interface without Google's service behind it), so you cannot talk to the agent here: type your messages below, or open this page in Google Chrome, Edge or Safari.";
+        }
+        return microphoneProblem(caps.microphone);
+      },
+      works: "You can talk (Start talking, or hold Space) or type. The browser's speech recognition sends your audio to its vendor.",
+    },
+  ];
+
+  function microphoneProblem(state) {
+    switch (state) {
+      case "insecure":
+        return "The browser gives this page no microphone: it is served over plain http from another machine. Type your messages below, or serve it over https (docs/web.md).";
+      case "blocked":
+        return "The microphone is blocked for this page: allow it in the browser's site settings (the page notices), or type your messages below.";
+      case "none":
+        return "No microphone was found: connect one (the page notices), or type your messages below.";
+      default:
+        return null;
+    }
+  }
+
+  let voiceInput = null; // the way in on offer, or null: type
+
+  async function offerVoice() {
+    const caps = await window.BacklineSpeech.detectVoice();
+    const problems = [];
+    let chosen = null;
+    for (const input of VOICE_INPUTS) {
+      const problem = input.problem(caps);
+      if (problem === null) { chosen = input; break; }
+      problems.push(problem);
+    }
+    voiceInput = chosen;
+    if (chosen === null && listener.mode !== "off") listener.stop();
+    $("mic").hidden = chosen === null;
+    $("ptt").hidden = chosen === null;
+    const status = $("voice-status");
+    status.dataset.voice = chosen === null ? "none" : chosen.name;
+    status.textContent = chosen === null ? problems[0] : chosen.works;
+  }
+
   // -- controls --------------------------------------------------------------------------------
   function setUp() {
-    if (!listener.supported) {
-      notify("This browser has no speech recognition, so you cannot talk to the agent here: type your messages below. Google Chrome and Edge recognise speech (with a network connection); Chromium builds and Firefox do not.", true);
-      $("mic").disabled = true;
-      $("ptt").disabled = true;
-    }
+    offerVoice();
+    window.BacklineSpeech.watchVoice(() => offerVoice());
     if (!speaker.supported) {
       notify("This browser cannot speak (no speechSynthesis): replies are shown, not spoken.", true);
       $("speak").checked = false;
@@ -316,13 +366,13 @@
       ptt.addEventListener(name, () => listener.pttUp());
     }
     document.addEventListener("keydown", (ev) => {
-      if (ev.code === "Space" && !ev.repeat && !isTyping(ev.target) && listener.supported) {
+      if (ev.code === "Space" && !ev.repeat && !isTyping(ev.target) && voiceInput !== null) {
         ev.preventDefault();
         listener.pttDown();
       }
     });
     document.addEventListener("keyup", (ev) => {
-      if (ev.code === "Space" && !isTyping(ev.target) && listener.supported) {
+      if (ev.code === "Space" && !isTyping(ev.target) && voiceInput !== null) {
         ev.preventDefault(); // not also a click on the focused button
         listener.pttUp();
       }

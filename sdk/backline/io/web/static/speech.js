@@ -172,6 +172,65 @@
 
   function joinText(a, b) { return a && b ? a + " " + b : a || b; }
 
+  // -- what this browser can do ----------------------------------------------------------------
+
+  /**
+   * Whether speech recognition can work here: "present", "absent" (no interface: Firefox),
+   * or "no-service" (the browser's own interface with no service behind it: Chromium builds,
+   * Brave and Opera ship webkitSpeechRecognition but not Google's service, so it fails when
+   * started). A recognition the page was given (a polyfill) is taken as it is.
+   */
+  function recognitionSupport() {
+    if (Recognition === null) return "absent";
+    if (!isNative(Recognition)) return "present";
+    const data = navigator.userAgentData;
+    const brands = data && Array.isArray(data.brands) ? data.brands.map((b) => b.brand) : [];
+    const chromium = brands.includes("Chromium");
+    const withService = brands.includes("Google Chrome") || brands.includes("Microsoft Edge");
+    return chromium && !withService ? "no-service" : "present";
+  }
+
+  function isNative(fn) {
+    try { return /\{\s*\[native code\]\s*\}\s*$/.test(Function.prototype.toString.call(fn)); }
+    catch (e) { return false; }
+  }
+
+  /**
+   * Whether the page can have a microphone: "ok", "insecure" (not https or localhost: the
+   * browser gives it none), "blocked" (permission denied), "none" (no input device), or
+   * "unknown" (the browser would not say; starting will tell).
+   */
+  async function microphoneState() {
+    if (!window.isSecureContext || !navigator.mediaDevices) return "insecure";
+    try {
+      const permission = await navigator.permissions.query({ name: "microphone" });
+      if (permission.state === "denied") return "blocked";
+    } catch (e) { /* not every browser can be asked */ }
+    try {
+      const devices = await navigator.mediaDevices.enumerateDevices();
+      return devices.some((d) => d.kind === "audioinput") ? "ok" : "none";
+    } catch (e) {
+      return "unknown";
+    }
+  }
+
+  /** What the browser can do for voice, found before anything is offered. */
+  async function detectVoice() {
+    return { recognition: recognitionSupport(), microphone: await microphoneState() };
+  }
+
+  /** Calls onChange() when a microphone is plugged in or out, or its permission changes. */
+  function watchVoice(onChange) {
+    if (navigator.mediaDevices && navigator.mediaDevices.addEventListener) {
+      navigator.mediaDevices.addEventListener("devicechange", onChange);
+    }
+    if (navigator.permissions) {
+      navigator.permissions.query({ name: "microphone" })
+        .then((permission) => { permission.onchange = onChange; })
+        .catch(() => { /* not every browser can be asked */ });
+    }
+  }
+
   const SENTENCE_END = /[.!?…。！？]+["'”’)\]]*(?:\s+|$)|\n+/g;
 
   /**
@@ -345,5 +404,11 @@
     return rest < 0 ? text.length : charIndex + rest;
   }
 
-  window.BacklineSpeech = { Listener: Listener, Speaker: Speaker, recognitionSupported: Recognition !== null };
+  window.BacklineSpeech = {
+    Listener: Listener,
+    Speaker: Speaker,
+    recognitionSupported: Recognition !== null,
+    detectVoice: detectVoice,
+    watchVoice: watchVoice,
+  };
 })();
