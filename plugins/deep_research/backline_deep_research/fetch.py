@@ -1,8 +1,9 @@
-"""Reading the web politely: robots.txt, a per-host rate limit, timeouts, a size cap,
-and text extraction with trafilatura.
+"""Reading the web politely and safely: robots.txt, a per-host rate limit, timeouts,
+a size cap, no private address, and text extraction with trafilatura.
 
 ``Fetcher.fetch(url)`` returns a ``Page`` or raises ``FetchError`` saying why it
-was skipped (the round counts it and goes on).
+was skipped (the round counts it and goes on). Which hosts it reaches is
+``hosts.py``'s rule.
 """
 
 from __future__ import annotations
@@ -17,6 +18,8 @@ from urllib.parse import urljoin, urlsplit, urlunsplit
 from backline.tasks import TaskScope
 
 from .config import ResearchLimits
+from .errors import FetchError, HostRefused
+from .hosts import Network
 
 if TYPE_CHECKING:
     import httpx
@@ -29,9 +32,7 @@ TEXT_TYPES = ("text/plain", "text/markdown")
 MAX_CRAWL_DELAY = 10.0
 DISALLOW_ALL = ["User-agent: *", "Disallow: /"]
 
-
-class FetchError(Exception):
-    """A page could not be read; the message says why (for the round's notes)."""
+__all__ = ["FetchError", "Fetcher", "HostRefused", "Page", "normalize_url"]
 
 
 @dataclass(frozen=True)
@@ -87,8 +88,8 @@ class HostRateLimiter:
 
 class Fetcher:
     """Fetches pages for one research round (share one per round: it keeps robots.txt
-    rules and the rate limit per host). ``client`` is an ``httpx.AsyncClient``;
-    close it yourself, or use ``async with Fetcher.open(limits) as fetcher``."""
+    rules and the rate limit per host). ``client`` is an ``httpx.AsyncClient``, made
+    with ``Fetcher.make_client`` (it refuses private addresses); close it yourself."""
 
     def __init__(self, client: httpx.AsyncClient, limits: ResearchLimits) -> None:
         self.client = client
@@ -100,13 +101,25 @@ class Fetcher:
         self._robots_reads = TaskScope("robots.txt reads", log_failures=False)
 
     @staticmethod
-    def make_client(limits: ResearchLimits) -> httpx.AsyncClient:
-        import httpx
+    def make_client(
+        limits: ResearchLimits,
+        *,
+        allow_private_hosts: bool = False,
+        network: Network | None = None,
+    ) -> httpx.AsyncClient:
+        """The client pages are read with: it connects only to public addresses
+        (``hosts.py``; all with ``allow_private_hosts``), through ``network`` (default:
+        the system resolver and direct connections, no proxy)."""
+        from .transport import guarded_client
 
-        return httpx.AsyncClient(
-            headers={"User-Agent": USER_AGENT, "Accept": "text/html, text/plain;q=0.8"},
-            timeout=httpx.Timeout(limits.fetch_timeout),
-            follow_redirects=False,
+        return guarded_client(
+            headers={
+                "User-Agent": USER_AGENT,
+                "Accept": "text/html, text/plain;q=0.8",
+            },
+            timeout=limits.fetch_timeout,
+            allow_private=allow_private_hosts,
+            network=network,
         )
 
     async def fetch(self, url: str) -> Page:
@@ -179,6 +192,8 @@ class Fetcher:
                 else:
                     body = await read_capped(response, self.limits.max_page_bytes)
                     rules.parse(body.decode("utf-8", "replace").splitlines())
+        except HostRefused:
+            raise  # said as such, not as "disallowed by robots.txt"
         except (httpx.HTTPError, FetchError):
             rules.parse(DISALLOW_ALL)
         delay = rules.crawl_delay(USER_AGENT)

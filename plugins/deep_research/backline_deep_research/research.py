@@ -311,7 +311,13 @@ class ResearchRound:
             while queue and len(pages) < limit:
                 wave, queue = queue[: limit - len(pages)], queue[limit - len(pages) :]
                 if fetcher is None and any(r.content is None for _, r in wave):
-                    client = await stack.enter_async_context(Fetcher.make_client(self.limits))
+                    client = await stack.enter_async_context(
+                        Fetcher.make_client(
+                            self.limits,
+                            allow_private_hosts=self.config.allow_private_hosts,
+                            network=self.config.network,
+                        )
+                    )
                     fetcher = Fetcher(client, self.limits)
                     stack.push_async_callback(fetcher.aclose)
                 async with asyncio.TaskGroup() as tg:

@@ -61,6 +61,24 @@ HUGE = "huge"
 """A route behavior: stream an endless-looking body with no Content-Length."""
 
 
+@dataclass(frozen=True)
+class Reply:
+    """A route's whole answer: status, content type, body (text or bytes) and extra
+    headers (a ``Location``, a ``Content-Encoding`` ...). ``hang_after``: send that
+    many bytes of the body, then nothing more (until the server stops)."""
+
+    status: int = 200
+    content_type: str = "text/html"
+    body: bytes | str = b""
+    headers: Mapping[str, str] = field(default_factory=dict)
+    hang_after: int | None = None
+
+
+def redirect(location: str, status: int = 302) -> Reply:
+    """A route that redirects to ``location``."""
+    return Reply(status, "text/html", "", {"Location": location})
+
+
 @dataclass
 class ServedRequest:
     method: str
@@ -74,7 +92,8 @@ _WORD = re.compile(r"[a-z0-9]+")
 
 class CorpusServer:
     """A small web on loopback: ``pages``, ``robots`` (robots.txt text; ``None``: 404),
-    ``routes`` (path -> ``HANG``, ``HUGE``, an HTTP status, or ``(status, type, body)``),
+    ``routes`` (path -> ``HANG``, ``HUGE``, an HTTP status, ``(status, type, body)`` or
+    a ``Reply``),
     and ``/search`` in SearXNG's JSON format. ``search_results`` pins a query's
     results: ``{"query words": ["/path", ...]}``; other queries are ranked by the
     words they share with each page. Records ``requests``. ``async with`` it."""
@@ -170,7 +189,9 @@ class CorpusServer:
                 writer.write(chunk)
                 await writer.drain()
             return
-        if isinstance(route, int):
+        if isinstance(route, Reply):
+            await _reply(writer, route)
+        elif isinstance(route, int):
             await _send(writer, route, "text/plain", f"status {route}\n")
         elif isinstance(route, tuple):
             await _send(writer, *route)
@@ -231,14 +252,27 @@ class CorpusServer:
 
 
 async def _send(writer: asyncio.StreamWriter, status: int, content_type: str, body: str) -> None:
-    data = body.encode()
-    reason = {200: "OK", 404: "Not Found", 500: "Internal Server Error"}.get(status, "Status")
-    writer.write(
-        f"HTTP/1.1 {status} {reason}\r\nContent-Type: {content_type}\r\n"
-        f"Content-Length: {len(data)}\r\nConnection: close\r\n\r\n".encode()
-        + data
-    )
+    await _reply(writer, Reply(status, content_type, body))
+
+
+async def _reply(writer: asyncio.StreamWriter, reply: Reply) -> None:
+    data = reply.body.encode() if isinstance(reply.body, str) else reply.body
+    reason = {200: "OK", 404: "Not Found", 500: "Internal Server Error"}.get(reply.status, "Status")
+    head = {
+        "Content-Type": reply.content_type,
+        "Content-Length": str(len(data)),
+        "Connection": "close",
+        **reply.headers,
+    }
+    lines = "".join(f"{name}: {value}\r\n" for name, value in head.items())
+    writer.write(f"HTTP/1.1 {reply.status} {reason}\r\n{lines}\r\n".encode())
+    if reply.hang_after is None:
+        writer.write(data)
+        await writer.drain()
+        return
+    writer.write(data[: reply.hang_after])
     await writer.drain()
+    await asyncio.Event().wait()  # cancelled when the server stops
 
 
 # -- the scripted research models ------------------------------------------------------------
