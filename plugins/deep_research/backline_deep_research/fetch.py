@@ -1,15 +1,17 @@
 """Reading the web politely and safely: robots.txt, a per-host rate limit, timeouts,
-a size cap, no private address, and text extraction with trafilatura.
+a size cap counted on the decoded body, no private address, and text extraction
+with trafilatura.
 
 ``Fetcher.fetch(url)`` returns a ``Page`` or raises ``FetchError`` saying why it
 was skipped (the round counts it and goes on). Which hosts it reaches is
-``hosts.py``'s rule.
+``hosts.py``'s rule; how a compressed body is decoded, ``decode.py``'s.
 """
 
 from __future__ import annotations
 
 import asyncio
 import re
+import time
 import urllib.robotparser
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -18,6 +20,7 @@ from urllib.parse import urljoin, urlsplit, urlunsplit
 from backline.tasks import TaskScope
 
 from .config import ResearchLimits
+from .decode import ACCEPT_ENCODING, ContentDecoder
 from .errors import FetchError, HostRefused
 from .hosts import Network
 
@@ -31,6 +34,8 @@ HTML_TYPES = ("text/html", "application/xhtml+xml")
 TEXT_TYPES = ("text/plain", "text/markdown")
 MAX_CRAWL_DELAY = 10.0
 DISALLOW_ALL = ["User-agent: *", "Disallow: /"]
+YIELD_AFTER = 0.002
+"""Seconds of decoding after which a body's read gives the event loop its turn."""
 
 __all__ = ["FetchError", "Fetcher", "HostRefused", "Page", "normalize_url"]
 
@@ -116,6 +121,7 @@ class Fetcher:
             headers={
                 "User-Agent": USER_AGENT,
                 "Accept": "text/html, text/plain;q=0.8",
+                "Accept-Encoding": ACCEPT_ENCODING,
             },
             timeout=limits.fetch_timeout,
             allow_private=allow_private_hosts,
@@ -207,17 +213,39 @@ class Fetcher:
 
 
 async def read_capped(response: Any, cap: int) -> bytes:
-    """The body, refused (``FetchError``) when it is, or announces to be, over ``cap`` bytes."""
+    """The body, decoded, refused (``FetchError``) when it is, or announces to be, over
+    ``cap`` bytes: on the wire, or at any step of undoing its ``Content-Encoding``.
+
+    Decoding goes in small steps, counted as they are produced (a decompression bomb
+    stops at the cap), and gives the event loop its turn every ``YIELD_AFTER``
+    seconds (the voice session keeps running, the fetch timeout can fire).
+    """
     declared = response.headers.get("content-length")
     if declared and declared.isdigit() and int(declared) > cap:
         raise FetchError(f"too large ({int(declared)} bytes; the cap is {cap})")
+    decoder = ContentDecoder(response.headers.get("content-encoding", ""), cap)
     chunks: list[bytes] = []
-    size = 0
-    async for chunk in response.aiter_bytes():
-        size += len(chunk)
-        if size > cap:
+    wire = size = 0
+    turn = time.perf_counter()
+
+    async def keep(pieces: Any) -> None:
+        nonlocal size, turn
+        for piece in pieces:
+            size += len(piece)
+            if size > cap:
+                raise FetchError(f"too large (over the {cap}-byte cap)")
+            if piece:
+                chunks.append(piece)
+            if time.perf_counter() - turn > YIELD_AFTER:
+                await asyncio.sleep(0)
+                turn = time.perf_counter()
+
+    async for raw in response.aiter_raw():
+        wire += len(raw)
+        if wire > cap:
             raise FetchError(f"too large (over the {cap}-byte cap)")
-        chunks.append(chunk)
+        await keep(decoder.feed(raw))
+    await keep(decoder.finish())
     return b"".join(chunks)
 
 
