@@ -27,6 +27,7 @@ from urllib.parse import parse_qs, urlsplit
 from backline.tasks import TaskScope
 from backline.testing import LLMRequest, ScriptedLLM
 
+from .evidence import unnamed_subject
 from .prompts import stage_of
 
 # -- the corpus server ---------------------------------------------------------------------
@@ -292,8 +293,10 @@ class ScriptedResearcher:
 
     - clarify: ``{"ready": true}`` (or ``clarify``'s answer);
     - plan: ``angles`` (label, query) pairs (default: the question as one angle);
-    - extract: up to 2 sentences of the source that contain a digit, quoted verbatim
-      (``claims`` maps a source title to its answer, to script a page's claims);
+    - extract: up to 2 sentences of the source that contain a digit, quoted verbatim,
+      each claim naming its subject (a sentence that starts with a pronoun is
+      claimed under the source's title) (``claims`` maps a source title to its
+      answer, to script a page's claims);
     - verify: ``supports``, or ``refutes`` for a claim containing any of ``refute``;
     - write: one finding per verified claim, citing its source.
 
@@ -350,7 +353,7 @@ class ScriptedResearcher:
         body = user[found.end() :] if found else user
         body = body.split("\n\n", 1)[-1]
         picked = [s.strip() for s in _SENTENCES.findall(body) if re.search(r"\d", s)][:2]
-        return {"claims": [{"claim": s.rstrip("."), "quote": s} for s in picked]}
+        return {"claims": [{"claim": _standalone(s, title), "quote": s} for s in picked]}
 
     def _verify(self, user: str) -> Any:
         found = _VOTE_CLAIM.search(user)
@@ -391,6 +394,15 @@ class ScriptedResearcher:
         from backline.testing import fake_anthropic as fa
 
         return fa.text(self.answer(request.system, request.last_user_text))
+
+
+def _standalone(sentence: str, title: str) -> str:
+    """The claim a sentence makes, naming its subject as the extraction prompt asks
+    ("It runs ..." on "Paris to Berlin by sleeper": "Paris to Berlin by sleeper: it runs ...")."""
+    claim = sentence.rstrip(".")
+    if unnamed_subject(claim) and title:
+        return f"{title}: {claim[0].lower()}{claim[1:]}"
+    return claim
 
 
 def anthropic_voice_agent(request: Any) -> Any:
