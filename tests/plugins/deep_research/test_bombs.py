@@ -129,7 +129,7 @@ async def test_a_bomb_stops_at_the_cap_in_bounded_memory_without_freezing_the_lo
         assert isinstance(result, FetchError), result
         assert str(result).startswith(f"too large (over the {CAP}-byte cap")
     assert peak < 8 * MB, f"peak {peak / MB:.0f} MB"
-    assert gap < 0.1, f"the event loop was held {gap * 1000:.0f} ms"
+    assert gap < 0.15, f"the event loop was held {gap * 1000:.0f} ms"  # before: up to 944
     assert took < 2.0
 
 
@@ -137,12 +137,12 @@ async def test_the_fetch_timeout_fires_while_a_bomb_is_decoded(web: CorpusServer
     # Far from the cap, the decoding is what takes time: it gives the loop its turn,
     # so the fetch timeout fires on time (the 1 GB bomb stalled 19 s).
     web.routes["/bomb"] = html_bomb("gzip, gzip", 256 * MB)
-    limits = FAST.with_(max_page_bytes=512 * MB, fetch_timeout=0.02)
+    limits = FAST.with_(max_page_bytes=512 * MB, fetch_timeout=0.1)
     async with fetcher_of(limits) as fetcher:
         outcome, gap, took = await watched(fetcher.fetch(web.page_url("/bomb")))
-    assert isinstance(outcome, FetchError) and str(outcome) == "timed out after 0.02 s"
-    assert took < 0.5, f"took {took:.2f} s"
-    assert gap < 0.1, f"the event loop was held {gap * 1000:.0f} ms"
+    assert isinstance(outcome, FetchError) and str(outcome) == "timed out after 0.1 s"
+    assert took < 0.5, f"took {took:.2f} s"  # before: 1.1 s, the loop held all along
+    assert gap < 0.15, f"the event loop was held {gap * 1000:.0f} ms"
 
 
 async def test_the_fetch_timeout_fires_when_a_bomb_stops_half_way(web: CorpusServer) -> None:
