@@ -58,6 +58,7 @@ async def main(args: argparse.Namespace) -> dict[str, Any]:
                 searxng_url=web.url,
                 report_dir=Path(reports),
                 limits=ResearchLimits(host_interval=0.001),
+                allow_private_hosts=True,  # the corpus is on 127.0.0.1
             )
             definition = deep_research_background(config, llm=researcher.llm())
             async with BackgroundDriver(definition, timeout=120) as driver:

@@ -122,6 +122,7 @@ async def main() -> int:
                     searxng_url=web.url,
                     report_dir=Path(reports),
                     limits=ResearchLimits(host_interval=0.05),  # our own server: no need to wait
+                    allow_private_hosts=True,  # the demo's web is on 127.0.0.1
                 )
                 voice = AnthropicLLM(base_url=server.url, api_key="sk-ant-fake-key")
                 session: Session[Any] = Session(

@@ -7,7 +7,8 @@ and write a report whose every finding cites the sources it came from.
 from .background import BACKGROUND_ID, deep_research_background
 from .config import STAGES, ResearchConfig, ResearchLimits
 from .evidence import Claim, Source, passage_in, tally
-from .fetch import Fetcher, FetchError, Page, normalize_url
+from .fetch import Fetcher, FetchError, HostRefused, Page, normalize_url
+from .hosts import Network
 from .models import LLMSource, ResearchModels, parse_json
 from .prompts import DESCRIPTION, VOICE_INSTRUCTIONS, stage_of
 from .report import slugify
@@ -34,7 +35,9 @@ __all__ = [
     "Claim",
     "FetchError",
     "Fetcher",
+    "HostRefused",
     "LLMSource",
+    "Network",
     "Outcome",
     "Page",
     "RegisterSearchProvider",

@@ -13,6 +13,8 @@ from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
 
+from .hosts import Network
+
 ENV_SEARCH = "BACKLINE_RESEARCH_SEARCH"
 ENV_SEARXNG_URL = "BACKLINE_SEARXNG_URL"
 ENV_DOCS = "BACKLINE_RESEARCH_DOCS"
@@ -21,6 +23,10 @@ ENV_LLM = "BACKLINE_RESEARCH_LLM"
 ENV_MODEL = "BACKLINE_RESEARCH_MODEL"
 ENV_STAGE_MODELS = "BACKLINE_RESEARCH_STAGE_MODELS"
 ENV_LIMITS = "BACKLINE_RESEARCH_LIMITS"
+ENV_ALLOW_PRIVATE_HOSTS = "BACKLINE_RESEARCH_ALLOW_PRIVATE_HOSTS"
+
+_TRUE = ("1", "true", "yes", "on")
+_FALSE = ("0", "false", "no", "off", "")
 
 STAGES = ("clarify", "plan", "extract", "verify", "write")
 """The stages that call a model; each may run on its own model (``--research-stage-models``)."""
@@ -132,6 +138,10 @@ class ResearchConfig:
     registry (``register_llms``); ``model`` its model for every stage, and
     ``stage_models`` a model per stage. ``report_dir``: where reports are saved.
     ``docs``: the folder the ``local`` provider searches.
+    ``allow_private_hosts``: fetch pages on loopback, private, link-local and other
+    non-public addresses too (to research an intranet; off by default, see
+    ``hosts.py``). ``network``: how the fetcher resolves names and connects
+    (default: the system resolver, direct connections).
     """
 
     search: str = DEFAULT_SEARCH
@@ -142,6 +152,8 @@ class ResearchConfig:
     docs: Path | None = None
     searxng_url: str | None = None
     limits: ResearchLimits = field(default_factory=ResearchLimits)
+    allow_private_hosts: bool = False
+    network: Network | None = None
 
     def __post_init__(self) -> None:
         unknown = sorted(set(self.stage_models) - set(STAGES))
@@ -181,6 +193,13 @@ class ResearchConfig:
             values["report_dir"] = Path(env[ENV_REPORT_DIR].strip())
         if env.get(ENV_DOCS, "").strip():
             values["docs"] = Path(env[ENV_DOCS].strip())
+        flag = env.get(ENV_ALLOW_PRIVATE_HOSTS, "").strip().lower()
+        if flag not in _TRUE + _FALSE:
+            raise ValueError(
+                f"{ENV_ALLOW_PRIVATE_HOSTS}: {env[ENV_ALLOW_PRIVATE_HOSTS]!r} is not 1 or 0 "
+                "(or true/false, yes/no, on/off)"
+            )
+        values["allow_private_hosts"] = flag in _TRUE
         try:
             if env.get(ENV_STAGE_MODELS, "").strip():
                 values["stage_models"] = parse_stage_models(env[ENV_STAGE_MODELS])

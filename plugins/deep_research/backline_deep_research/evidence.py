@@ -1,7 +1,8 @@
 """Evidence: sources, claims with their verbatim passages, votes and verdicts.
 
 The rules that make citations hold live here: a claim is kept only when its
-passage is found in the text that was actually read (``passage_in``), and a
+passage is found in the text that was actually read (``passage_in``) and when it
+names its subject (``unnamed_subject``: a claim is read without its source), and a
 claim's verdict follows from its votes (``tally``).
 """
 
@@ -22,6 +23,20 @@ _QUOTES = str.maketrans(
     {"\u2018": "'", "\u2019": "'", "\u201c": '"', "\u201d": '"', "\u2013": "-", "\u2014": "-"}
 )
 _ELLIPSIS = re.compile(r"\s*(?:\.\.\.|…|\[\.\.\.\])\s*")
+
+
+_PRONOUN = re.compile(
+    r"^[\W_]*(it|its|it's|they|them|their|theirs|they're|this|these|that|those|"
+    r"he|she|him|his|her|hers|we|our|us|such)\b",
+    re.IGNORECASE,
+)
+_DUMMY_IT = re.compile(
+    r"^[\W_]*it\s+(?:is|was|has been|had been|will be|would be|remains|seems|appears)\s+"
+    r"(?:\w+\s+)?(?:estimated|believed|reported|thought|known|expected|likely|unlikely|"
+    r"possible|unclear|clear|true|said|argued|claimed|feared|assumed|suggested)\s+"
+    r"(?:that|whether)\b",
+    re.IGNORECASE,
+)
 
 
 @dataclass(frozen=True)
@@ -73,6 +88,16 @@ def parse_vote(value: object) -> Vote | None:
         if word in forms:
             return vote  # type: ignore[return-value]
     return None
+
+
+def unnamed_subject(claim: str) -> str | None:
+    """The pronoun a claim starts with instead of naming its subject ("It runs three
+    times a week ..." -> ``"It"``), or ``None`` when it names it. "It is estimated
+    that ..." names its subject after the "it" and passes."""
+    found = _PRONOUN.match(claim)
+    if found is None or _DUMMY_IT.match(claim):
+        return None
+    return found.group(1)
 
 
 def normalize_text(text: str) -> str:

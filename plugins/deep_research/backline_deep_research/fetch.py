@@ -1,14 +1,17 @@
-"""Reading the web politely: robots.txt, a per-host rate limit, timeouts, a size cap,
-and text extraction with trafilatura.
+"""Reading the web politely and safely: robots.txt, a per-host rate limit, timeouts,
+a size cap counted on the decoded body, no private address, and text extraction
+with trafilatura.
 
 ``Fetcher.fetch(url)`` returns a ``Page`` or raises ``FetchError`` saying why it
-was skipped (the round counts it and goes on).
+was skipped (the round counts it and goes on). Which hosts it reaches is
+``hosts.py``'s rule; how a compressed body is decoded, ``decode.py``'s.
 """
 
 from __future__ import annotations
 
 import asyncio
 import re
+import time
 import urllib.robotparser
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -17,6 +20,9 @@ from urllib.parse import urljoin, urlsplit, urlunsplit
 from backline.tasks import TaskScope
 
 from .config import ResearchLimits
+from .decode import ACCEPT_ENCODING, ContentDecoder
+from .errors import FetchError, HostRefused
+from .hosts import Network
 
 if TYPE_CHECKING:
     import httpx
@@ -28,10 +34,10 @@ HTML_TYPES = ("text/html", "application/xhtml+xml")
 TEXT_TYPES = ("text/plain", "text/markdown")
 MAX_CRAWL_DELAY = 10.0
 DISALLOW_ALL = ["User-agent: *", "Disallow: /"]
+YIELD_AFTER = 0.002
+"""Seconds of decoding after which a body's read gives the event loop its turn."""
 
-
-class FetchError(Exception):
-    """A page could not be read; the message says why (for the round's notes)."""
+__all__ = ["FetchError", "Fetcher", "HostRefused", "Page", "normalize_url"]
 
 
 @dataclass(frozen=True)
@@ -87,8 +93,8 @@ class HostRateLimiter:
 
 class Fetcher:
     """Fetches pages for one research round (share one per round: it keeps robots.txt
-    rules and the rate limit per host). ``client`` is an ``httpx.AsyncClient``;
-    close it yourself, or use ``async with Fetcher.open(limits) as fetcher``."""
+    rules and the rate limit per host). ``client`` is an ``httpx.AsyncClient``, made
+    with ``Fetcher.make_client`` (it refuses private addresses); close it yourself."""
 
     def __init__(self, client: httpx.AsyncClient, limits: ResearchLimits) -> None:
         self.client = client
@@ -100,13 +106,26 @@ class Fetcher:
         self._robots_reads = TaskScope("robots.txt reads", log_failures=False)
 
     @staticmethod
-    def make_client(limits: ResearchLimits) -> httpx.AsyncClient:
-        import httpx
+    def make_client(
+        limits: ResearchLimits,
+        *,
+        allow_private_hosts: bool = False,
+        network: Network | None = None,
+    ) -> httpx.AsyncClient:
+        """The client pages are read with: it connects only to public addresses
+        (``hosts.py``; all with ``allow_private_hosts``), through ``network`` (default:
+        the system resolver and direct connections, no proxy)."""
+        from .transport import guarded_client
 
-        return httpx.AsyncClient(
-            headers={"User-Agent": USER_AGENT, "Accept": "text/html, text/plain;q=0.8"},
-            timeout=httpx.Timeout(limits.fetch_timeout),
-            follow_redirects=False,
+        return guarded_client(
+            headers={
+                "User-Agent": USER_AGENT,
+                "Accept": "text/html, text/plain;q=0.8",
+                "Accept-Encoding": ACCEPT_ENCODING,
+            },
+            timeout=limits.fetch_timeout,
+            allow_private=allow_private_hosts,
+            network=network,
         )
 
     async def fetch(self, url: str) -> Page:
@@ -179,6 +198,8 @@ class Fetcher:
                 else:
                     body = await read_capped(response, self.limits.max_page_bytes)
                     rules.parse(body.decode("utf-8", "replace").splitlines())
+        except HostRefused:
+            raise  # said as such, not as "disallowed by robots.txt"
         except (httpx.HTTPError, FetchError):
             rules.parse(DISALLOW_ALL)
         delay = rules.crawl_delay(USER_AGENT)
@@ -192,17 +213,39 @@ class Fetcher:
 
 
 async def read_capped(response: Any, cap: int) -> bytes:
-    """The body, refused (``FetchError``) when it is, or announces to be, over ``cap`` bytes."""
+    """The body, decoded, refused (``FetchError``) when it is, or announces to be, over
+    ``cap`` bytes: on the wire, or at any step of undoing its ``Content-Encoding``.
+
+    Decoding goes in small steps, counted as they are produced (a decompression bomb
+    stops at the cap), and gives the event loop its turn every ``YIELD_AFTER``
+    seconds (the voice session keeps running, the fetch timeout can fire).
+    """
     declared = response.headers.get("content-length")
     if declared and declared.isdigit() and int(declared) > cap:
         raise FetchError(f"too large ({int(declared)} bytes; the cap is {cap})")
+    decoder = ContentDecoder(response.headers.get("content-encoding", ""), cap)
     chunks: list[bytes] = []
-    size = 0
-    async for chunk in response.aiter_bytes():
-        size += len(chunk)
-        if size > cap:
+    wire = size = 0
+    turn = time.perf_counter()
+
+    async def keep(pieces: Any) -> None:
+        nonlocal size, turn
+        for piece in pieces:
+            size += len(piece)
+            if size > cap:
+                raise FetchError(f"too large (over the {cap}-byte cap)")
+            if piece:
+                chunks.append(piece)
+            if time.perf_counter() - turn > YIELD_AFTER:
+                await asyncio.sleep(0)
+                turn = time.perf_counter()
+
+    async for raw in response.aiter_raw():
+        wire += len(raw)
+        if wire > cap:
             raise FetchError(f"too large (over the {cap}-byte cap)")
-        chunks.append(chunk)
+        await keep(decoder.feed(raw))
+    await keep(decoder.finish())
     return b"".join(chunks)
 
 

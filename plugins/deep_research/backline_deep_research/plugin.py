@@ -10,6 +10,7 @@ from backline.plugins import RegisterBackground, RegisterHookspecs, RegisterOpti
 from . import search
 from .background import deep_research_background
 from .config import (
+    ENV_ALLOW_PRIVATE_HOSTS,
     ENV_DOCS,
     ENV_LIMITS,
     ENV_LLM,
@@ -102,4 +103,11 @@ def register_options(register: RegisterOption) -> None:
         metavar="NAME=VALUE,...",
         help="Deep research: limits, e.g. max_sources=12,page_chars=6000 "
         "(docs/deep-research.md lists them).",
+    )
+    register(
+        "--research-allow-private-hosts",
+        envvar=ENV_ALLOW_PRIVATE_HOSTS,
+        is_flag=True,
+        help="Deep research: also read pages on loopback, private and link-local addresses "
+        "(an intranet); refused by default.",
     )

@@ -27,6 +27,9 @@ and nothing else. Use at most {max_angles} angles; fewer is fine for a narrow qu
 EXTRACT = """\
 You extract checkable claims from one source for a research question. Read the \
 source and list the claims in it that bear on the question (at most {per_source}). \
+Write each claim so that it stands alone, read without the source: it names its \
+subject ("The Paris to Berlin night train runs three times a week", never "It runs \
+three times a week") and never starts with a pronoun such as it, they, this or these. \
 For each, copy the exact passage of the source that states it: a verbatim quote of \
 one or two sentences, character for character, no paraphrase. Answer with the JSON \
 object {"claims": [{"claim": "<the claim in your words>", "quote": "<verbatim \
@@ -53,7 +56,8 @@ comes with the number of the source it was checked against, like [3]. Write: a \
 summary of two or three sentences; findings, each a short paragraph in which EVERY \
 sentence ends with the numbers of the sources that back it, like [1] or [2][4], \
 using only the numbers given; a confidence for each finding (high, medium or low); \
-caveats; and open questions. Do not add facts that are not in the claims. Answer \
+caveats; and open questions. Do not add facts that are not in the claims, and do \
+not count the findings in the summary (the report lists them). Answer \
 with the JSON object {"summary": "...", "findings": [{"text": "...", "confidence": \
 "high"}, ...], "caveats": ["..."], "open_questions": ["..."]} and nothing else."""
 

@@ -3,7 +3,9 @@
 
 ``Synthesis.from_answer`` checks the writer model's answer: each findings sentence
 must cite at least one source number that backs a confirmed claim; citations of
-anything else are removed, and a sentence left without one is dropped.
+anything else are removed, and a sentence left without one is dropped. A count of
+findings in the summary ("7 verified points") is made to agree with the findings
+that are left, and what is spoken (``spoken_report``) gives every one of them.
 """
 
 from __future__ import annotations
@@ -21,6 +23,15 @@ MAX_SLUG = 60
 CONFIDENCES = ("high", "medium", "low")
 _CITATION = re.compile(r"\[(\d{1,3})\]")
 _SENTENCE = re.compile(r"(?<=[.!?])(?:\s*(?:\[\d{1,3}\])+)?\s+(?=[A-Z0-9\"'(])")
+_NUMBERS = (  # noqa: SIM905 (a list of 21 words, one per line, says less)
+    "zero one two three four five six seven eight nine ten eleven twelve thirteen "
+    "fourteen fifteen sixteen seventeen eighteen nineteen twenty"
+).split()
+_FINDINGS_COUNT = re.compile(
+    r"\b(\d+|" + "|".join(_NUMBERS) + r")(\s+(?:(?:verified|confirmed|key|main|major|"
+    r"distinct|separate|important|checked|core|central)\s+){0,2})(point|finding)s?\b",
+    re.IGNORECASE,
+)
 
 
 def slugify(text: str) -> str:
@@ -61,6 +72,22 @@ def split_sentences(text: str) -> list[str]:
         start = match.end()
     out.append(text[start:].strip())
     return [s for s in out if s]
+
+
+def recount(summary: str, findings: int) -> str:
+    """``summary`` with any count of points or findings in it ("7 verified points",
+    "five key findings") set to ``findings``, the number the report gives."""
+
+    def fix(match: re.Match[str]) -> str:
+        said, between, noun = match.group(1), match.group(2), match.group(3)
+        if said.isdigit() or findings > len(_NUMBERS) - 1:
+            number = str(findings)
+        else:
+            number = _NUMBERS[findings]
+            number = number.capitalize() if said[0].isupper() else number
+        return f"{number}{between}{noun}{'' if findings == 1 else 's'}"
+
+    return _FINDINGS_COUNT.sub(fix, summary)
 
 
 def cited(text: str) -> list[int]:
@@ -131,7 +158,7 @@ class Synthesis:
                     confidence = "medium"
                 findings.append(Finding(text, confidence))
         return cls(
-            summary=" ".join(summary.split()),
+            summary=recount(" ".join(summary.split()), len(findings)),
             findings=findings,
             caveats=_strings(answer.get("caveats")),
             open_questions=_strings(answer.get("open_questions")),
@@ -218,12 +245,13 @@ def write_report(folder: Path, data: ReportInput, today: dt.date | None = None) 
     return path.resolve()
 
 
-def spoken_report(data: ReportInput, path: Path, max_findings: int = 5) -> str:
-    """The final spoken message: summary, findings with confidence and sources, caveats,
-    open questions, where the report is, and that it is still listening."""
+def spoken_report(data: ReportInput, path: Path) -> str:
+    """The final spoken message: summary, every finding of the report with its
+    confidence and sources, caveats, open questions, where the report is, and that
+    it is still listening (what is said agrees with what is written)."""
     s = data.synthesis
     parts = [f"The research on {data.topic} is done. {s.summary}"]
-    for f in s.findings[:max_findings]:
+    for f in s.findings:
         text = " ".join(_CITATION.sub("", f.text).split())
         numbers = ", ".join(str(n) for n in f.sources)
         parts.append(f"Finding ({f.confidence} confidence, sources {numbers}): {text}")

@@ -23,7 +23,7 @@ from backline.tasks import TaskScope
 from . import prompts
 from . import state as st
 from .config import ResearchConfig
-from .evidence import Claim, Source, Vote, counts, parse_vote, passage_in
+from .evidence import Claim, Source, Vote, counts, parse_vote, passage_in, unnamed_subject
 from .fetch import Fetcher, FetchError, normalize_url
 from .inbox import CLOSED, Inbox, is_stop, wants_just_start
 from .models import ModelCallFailed, ResearchModels
@@ -116,6 +116,7 @@ class ResearchRound:
         self.transcript: list[str] = []
         self.steering: list[str] = []
         self.stopped = asyncio.Event()
+        self.unnamed: list[str] = []  # claims dropped for not naming their subject
         self._calls_before = models.total_calls
         self.stats: dict[str, int] = {
             "searches": 0,
@@ -124,6 +125,7 @@ class ResearchRound:
             "sources_skipped": 0,
             "claims_found": 0,
             "claims_without_passage": 0,
+            "claims_without_subject": 0,
             "claims_verified": 0,
             "uncited_sentences_dropped": 0,
             "model_calls": 0,
@@ -311,7 +313,13 @@ class ResearchRound:
             while queue and len(pages) < limit:
                 wave, queue = queue[: limit - len(pages)], queue[limit - len(pages) :]
                 if fetcher is None and any(r.content is None for _, r in wave):
-                    client = await stack.enter_async_context(Fetcher.make_client(self.limits))
+                    client = await stack.enter_async_context(
+                        Fetcher.make_client(
+                            self.limits,
+                            allow_private_hosts=self.config.allow_private_hosts,
+                            network=self.config.network,
+                        )
+                    )
                     fetcher = Fetcher(client, self.limits)
                     stack.push_async_callback(fetcher.aclose)
                 async with asyncio.TaskGroup() as tg:
@@ -359,6 +367,12 @@ class ResearchRound:
                 f"Dropped {self.stats['claims_without_passage']} claims whose quoted passage "
                 "is not in the source."
             )
+        if self.unnamed:
+            await self._note(
+                f"Dropped {len(self.unnamed)} claims that do not name their subject: "
+                + "; ".join(f'"{c}"' for c in self.unnamed)
+                + "."
+            )
         return claims
 
     async def _claims_of(self, source: Source) -> list[Claim]:
@@ -385,6 +399,10 @@ class ResearchRound:
             self.stats["claims_found"] += 1
             if not passage_in(passage, source.text):
                 self.stats["claims_without_passage"] += 1
+                continue
+            if unnamed_subject(text):  # "It runs ...": read alone, it says nothing
+                self.stats["claims_without_subject"] += 1
+                self.unnamed.append(" ".join(text.split()))
                 continue
             key = " ".join(text.lower().split())
             if key not in seen:

@@ -27,6 +27,7 @@ from urllib.parse import parse_qs, urlsplit
 from backline.tasks import TaskScope
 from backline.testing import LLMRequest, ScriptedLLM
 
+from .evidence import unnamed_subject
 from .prompts import stage_of
 
 # -- the corpus server ---------------------------------------------------------------------
@@ -61,6 +62,24 @@ HUGE = "huge"
 """A route behavior: stream an endless-looking body with no Content-Length."""
 
 
+@dataclass(frozen=True)
+class Reply:
+    """A route's whole answer: status, content type, body (text or bytes) and extra
+    headers (a ``Location``, a ``Content-Encoding`` ...). ``hang_after``: send that
+    many bytes of the body, then nothing more (until the server stops)."""
+
+    status: int = 200
+    content_type: str = "text/html"
+    body: bytes | str = b""
+    headers: Mapping[str, str] = field(default_factory=dict)
+    hang_after: int | None = None
+
+
+def redirect(location: str, status: int = 302) -> Reply:
+    """A route that redirects to ``location``."""
+    return Reply(status, "text/html", "", {"Location": location})
+
+
 @dataclass
 class ServedRequest:
     method: str
@@ -74,7 +93,8 @@ _WORD = re.compile(r"[a-z0-9]+")
 
 class CorpusServer:
     """A small web on loopback: ``pages``, ``robots`` (robots.txt text; ``None``: 404),
-    ``routes`` (path -> ``HANG``, ``HUGE``, an HTTP status, or ``(status, type, body)``),
+    ``routes`` (path -> ``HANG``, ``HUGE``, an HTTP status, ``(status, type, body)`` or
+    a ``Reply``),
     and ``/search`` in SearXNG's JSON format. ``search_results`` pins a query's
     results: ``{"query words": ["/path", ...]}``; other queries are ranked by the
     words they share with each page. Records ``requests``. ``async with`` it."""
@@ -170,7 +190,9 @@ class CorpusServer:
                 writer.write(chunk)
                 await writer.drain()
             return
-        if isinstance(route, int):
+        if isinstance(route, Reply):
+            await _reply(writer, route)
+        elif isinstance(route, int):
             await _send(writer, route, "text/plain", f"status {route}\n")
         elif isinstance(route, tuple):
             await _send(writer, *route)
@@ -231,14 +253,27 @@ class CorpusServer:
 
 
 async def _send(writer: asyncio.StreamWriter, status: int, content_type: str, body: str) -> None:
-    data = body.encode()
-    reason = {200: "OK", 404: "Not Found", 500: "Internal Server Error"}.get(status, "Status")
-    writer.write(
-        f"HTTP/1.1 {status} {reason}\r\nContent-Type: {content_type}\r\n"
-        f"Content-Length: {len(data)}\r\nConnection: close\r\n\r\n".encode()
-        + data
-    )
+    await _reply(writer, Reply(status, content_type, body))
+
+
+async def _reply(writer: asyncio.StreamWriter, reply: Reply) -> None:
+    data = reply.body.encode() if isinstance(reply.body, str) else reply.body
+    reason = {200: "OK", 404: "Not Found", 500: "Internal Server Error"}.get(reply.status, "Status")
+    head = {
+        "Content-Type": reply.content_type,
+        "Content-Length": str(len(data)),
+        "Connection": "close",
+        **reply.headers,
+    }
+    lines = "".join(f"{name}: {value}\r\n" for name, value in head.items())
+    writer.write(f"HTTP/1.1 {reply.status} {reason}\r\n{lines}\r\n".encode())
+    if reply.hang_after is None:
+        writer.write(data)
+        await writer.drain()
+        return
+    writer.write(data[: reply.hang_after])
     await writer.drain()
+    await asyncio.Event().wait()  # cancelled when the server stops
 
 
 # -- the scripted research models ------------------------------------------------------------
@@ -258,8 +293,10 @@ class ScriptedResearcher:
 
     - clarify: ``{"ready": true}`` (or ``clarify``'s answer);
     - plan: ``angles`` (label, query) pairs (default: the question as one angle);
-    - extract: up to 2 sentences of the source that contain a digit, quoted verbatim
-      (``claims`` maps a source title to its answer, to script a page's claims);
+    - extract: up to 2 sentences of the source that contain a digit, quoted verbatim,
+      each claim naming its subject (a sentence that starts with a pronoun is
+      claimed under the source's title) (``claims`` maps a source title to its
+      answer, to script a page's claims);
     - verify: ``supports``, or ``refutes`` for a claim containing any of ``refute``;
     - write: one finding per verified claim, citing its source.
 
@@ -316,7 +353,7 @@ class ScriptedResearcher:
         body = user[found.end() :] if found else user
         body = body.split("\n\n", 1)[-1]
         picked = [s.strip() for s in _SENTENCES.findall(body) if re.search(r"\d", s)][:2]
-        return {"claims": [{"claim": s.rstrip("."), "quote": s} for s in picked]}
+        return {"claims": [{"claim": _standalone(s, title), "quote": s} for s in picked]}
 
     def _verify(self, user: str) -> Any:
         found = _VOTE_CLAIM.search(user)
@@ -357,6 +394,15 @@ class ScriptedResearcher:
         from backline.testing import fake_anthropic as fa
 
         return fa.text(self.answer(request.system, request.last_user_text))
+
+
+def _standalone(sentence: str, title: str) -> str:
+    """The claim a sentence makes, naming its subject as the extraction prompt asks
+    ("It runs ..." on "Paris to Berlin by sleeper": "Paris to Berlin by sleeper: it runs ...")."""
+    claim = sentence.rstrip(".")
+    if unnamed_subject(claim) and title:
+        return f"{title}: {claim[0].lower()}{claim[1:]}"
+    return claim
 
 
 def anthropic_voice_agent(request: Any) -> Any:

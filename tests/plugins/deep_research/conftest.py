@@ -50,6 +50,7 @@ def web_config(server: CorpusServer, report_dir: Path, **limits: Any) -> Researc
         searxng_url=server.url,
         report_dir=report_dir,
         limits=FAST.with_(**limits),
+        allow_private_hosts=True,  # the corpus is on 127.0.0.1
     )
 
 

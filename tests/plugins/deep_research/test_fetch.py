@@ -36,7 +36,7 @@ async def hostile() -> AsyncIterator[CorpusServer]:
 @pytest.fixture
 async def fetcher() -> AsyncIterator[Fetcher]:
     limits = FAST.with_(fetch_timeout=1.0, max_page_bytes=100_000)
-    async with Fetcher.make_client(limits) as client:
+    async with Fetcher.make_client(limits, allow_private_hosts=True) as client:
         fetcher = Fetcher(client, limits)
         try:
             yield fetcher

@@ -42,6 +42,7 @@ def test_the_plugin_registers_its_background_providers_and_options() -> None:
     assert info.backgrounds == ["deep_research"]
     assert info.registered()["search_providers"] == ["brave", "ddgs", "local", "searxng", "tavily"]
     assert "--search" in info.options and "--research-model" in info.options
+    assert "--research-allow-private-hosts" in info.options
     assert "-m" not in info.options and "--model" not in info.options
 
 
@@ -60,6 +61,7 @@ def test_front_ends_show_the_options() -> None:
         "--searxng-url URL",
         "--research-model MODEL",
         "--research-limits",
+        "--research-allow-private-hosts",
     ):
         assert flag in out.stdout
 

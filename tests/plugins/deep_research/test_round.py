@@ -67,6 +67,9 @@ async def test_a_full_round_publishes_each_phase_and_writes_a_cited_report(
     assert len(run.spoken) == 4
     assert final.startswith(f"The research on {TOPIC} is done.")
     assert "Finding (high confidence, sources 1): Beekeepers in the United States lost 48" in final
+    # It says every finding the report gives, as many as its summary counts (issue 25).
+    assert "The sources agree on 9 verified points." in final
+    assert len(re.findall(r"^Finding \(", final, re.M)) == 9
     assert f"saved as {report.name} in {tmp_path}" in final
     assert final.endswith("I'm still listening if you want to dig deeper.")
     assert run.silent == ["Searched 3 angles with searxng; 10 unique results."]
