@@ -52,7 +52,7 @@ class OptionEntry:
     plugin: str
 
 
-_REFUSED = ("default", "multiple", "callback", "expose_value", "envvar", "required", "nargs")
+_REFUSED = ("default", "callback", "expose_value", "envvar", "required", "nargs")
 
 
 def make_option(
@@ -95,6 +95,8 @@ def _exporter(envvar: str) -> Any:
         ):
             if isinstance(value, bool):
                 os.environ[envvar] = "1" if value else "0"
+            elif isinstance(value, tuple):  # multiple=True: every value given, in order
+                os.environ[envvar] = ",".join(str(v) for v in value)
             elif value is not None:
                 os.environ[envvar] = str(value)
         return value
