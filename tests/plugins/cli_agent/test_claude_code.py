@@ -127,3 +127,43 @@ async def test_a_voice_channel_claude_code_cannot_connect_to_is_said_in_words(
         .startswith("Claude Code could not connect to backline's voice tools")
     )
     assert "Done without it." in driver.result().silent
+
+
+async def test_claude_not_on_path_runs_the_cli_bundled_in_claude_agent_sdk(
+    drive: Any, tmp_path: Path
+) -> None:
+    """Issue 26, item 5: ``--agent-cmd "claude -p"`` after a normal install."""
+    empty = tmp_path / "bin"
+    empty.mkdir()
+    with fa.FakeAnthropicServer.for_claude_code([fa.text("Done with the bundled one.")]) as server:
+        env = {**cli_env(server, tmp_path / "home"), "PATH": str(empty)}  # no claude on it
+        driver = await drive(("claude", "-p"), env=env)
+        found = await driver.wait_for_state(lambda s: s["program"] is not None)
+        await driver.say("Tidy the imports.")
+        await driver.wait_for_state(
+            lambda s: s["status"] == "idle, waiting for the next task", timeout=WAIT
+        )
+        await driver.wait_until_done()
+
+    assert found["program"] == "bundled with claude-agent-sdk"
+    assert found["program_path"] == str(CLI)
+    assert "Done with the bundled one." in driver.result().silent
+
+
+async def test_an_event_line_over_the_limit_stops_claude_code_and_fails_the_task(
+    drive: Any, tmp_path: Path
+) -> None:
+    """Issue 25, item 10, with Claude Code: its init event alone is over 2,000 bytes."""
+    with fa.FakeAnthropicServer.for_claude_code([fa.text("Never read.")]) as server:
+        driver = await drive(CLAUDE, env=cli_env(server, tmp_path / "home"), max_line_bytes=2000)
+        await driver.say("Fix the parser.")
+        final = await driver.wait_for_state(lambda s: s["error"] is not None, timeout=WAIT)
+        await driver.wait_until_done()
+
+    assert final["status"] == "the last task ended with an error"
+    assert "longer than 2,000 bytes" in final["error"]
+    assert final["process"]["state"] == "exited"
+    with pytest.raises(ProcessLookupError):
+        os.kill(final["process"]["pid"], 0)  # stopped (and reaped)
+    (spoken,) = driver.result().spoken
+    assert spoken.startswith("claude could not finish the task: one line of its output")
