@@ -38,6 +38,4 @@ def register_options(register: Any) -> None:
     register(
         "--agent-env", envvar=ENV_AGENT_ENV, help=AGENT_ENV_HELP, metavar="NAME", multiple=True
     )
-    register(
-        REQUIRE_CLEAN_OPTION, envvar=ENV_REQUIRE_CLEAN, help=REQUIRE_CLEAN_HELP, is_flag=True
-    )
+    register(REQUIRE_CLEAN_OPTION, envvar=ENV_REQUIRE_CLEAN, help=REQUIRE_CLEAN_HELP, is_flag=True)

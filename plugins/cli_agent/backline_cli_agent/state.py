@@ -34,8 +34,8 @@ class StateReporter:
     ``voice_channel`` says whether the agent reaches backline's MCP server;
     ``program`` where its program was found (``from PATH``, ``bundled with
     claude-agent-sdk``, ``as given``, ``not found``) and ``program_path`` the file;
-    ``git`` what git says about the folder (``clean``, ``2 uncommitted changes``,
-    ``not a git repository``).
+    ``git`` what git says about the folder (``GitCheck.state``: ``repository``,
+    ``uncommitted_changes`` and a ``summary``), ``None`` until it is checked.
     """
 
     def __init__(self, sink: StateSink, agent: str) -> None:
@@ -50,7 +50,7 @@ class StateReporter:
         self._voice_channel = "not connected yet"
         self._program: str | None = None
         self._program_path: str | None = None
-        self._git = "not checked yet"
+        self._git: dict[str, Any] | None = None
         self._error: str | None = None
         self._listening = False
 
@@ -115,8 +115,8 @@ class StateReporter:
         self._program, self._program_path = source, path
         self.publish()
 
-    def git(self, summary: str) -> None:
-        self._git = summary
+    def git(self, check: dict[str, Any]) -> None:
+        self._git = check
         self.publish()
 
     def voice_channel(self, text: str) -> None:

@@ -115,7 +115,7 @@ class CliAgentWorker:
             self.reporter.set_status(S.CANNOT_START, error=missing)
             await self._say(missing)
         check = await check_git(self.config.cwd)
-        self.reporter.git(check.summary)
+        self.reporter.git(check.state)
         refusal = None if self._cleared else check.refusal(self.config.name, REQUIRE_CLEAN_OPTION)
         if refusal is not None:
             self.reporter.set_status(S.NEEDS_CLEAN_TREE, error=refusal)
@@ -145,7 +145,7 @@ class CliAgentWorker:
                 return Outcome("refused", missing, S.CANNOT_START)
         if not self._cleared:
             check = await check_git(self.config.cwd)
-            self.reporter.git(check.summary)
+            self.reporter.git(check.state)
             refusal = check.refusal(self.config.name, REQUIRE_CLEAN_OPTION)
             if refusal is not None:
                 return Outcome("refused", refusal, S.NEEDS_CLEAN_TREE)

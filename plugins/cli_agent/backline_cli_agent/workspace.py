@@ -2,7 +2,7 @@
 
 ``check_git(folder)`` asks the real ``git`` (bounded, with no optional locks and no
 fsmonitor: a folder's own git configuration runs nothing). The result reads three
-ways: ``summary`` for the live state, ``heads_up(agent)`` for the one sentence said
+ways: ``state`` for the live state, ``heads_up(agent)`` for the one sentence said
 at start (nothing when the tree is clean), and ``refusal(...)`` when a clean tree is
 required and this one is not.
 """
@@ -13,6 +13,7 @@ import asyncio
 import os
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from backline.processes import spawn, stop_process
 
@@ -46,6 +47,17 @@ class GitCheck:
         if self.changes == 0:
             return "clean"
         return f"{self.changes} uncommitted change{'' if self.changes == 1 else 's'}"
+
+    @property
+    def state(self) -> dict[str, Any]:
+        """For the live state: ``{"repository": true | false | null,
+        "uncommitted_changes": N, "summary": "..."}`` (an object: a front end's one-line
+        view leaves it out; the heads-up sentence says what matters)."""
+        return {
+            "repository": self.repository,
+            "uncommitted_changes": self.changes,
+            "summary": self.summary,
+        }
 
     def heads_up(self, agent: str) -> str | None:
         """The sentence said when the session starts, or None for a clean tree."""

@@ -84,11 +84,11 @@ def test_finding_the_program_on_the_agents_path(tmp_path: Path) -> None:
 async def test_a_clean_repository_is_reported_in_the_state_and_not_said(drive: Any) -> None:
     driver = await drive(FAKE)  # the fixture's folder: a fresh repository
 
-    checked = await driver.wait_for_state(lambda s: s["git"] != "not checked yet")
+    checked = await driver.wait_for_state(lambda s: s["git"] is not None)
     await driver.say("print: done")
     await driver.wait_until_done()
 
-    assert checked["git"] == "clean"
+    assert checked["git"] == {"repository": True, "uncommitted_changes": 0, "summary": "clean"}
     assert driver.result().spoken == [f"{AGENT} finished: done"]
 
 
@@ -104,7 +104,7 @@ async def test_a_folder_that_is_not_a_repository_is_said_once_at_start(
     assert said == (
         f"Heads up: {plain} is not a git repository, so changes cannot be undone with git."
     )
-    assert state(driver)["git"] == "not a git repository"
+    assert state(driver)["git"]["summary"] == "not a git repository"
 
 
 async def test_uncommitted_changes_are_counted_and_said_at_start(
@@ -115,7 +115,11 @@ async def test_uncommitted_changes_are_counted_and_said_at_start(
 
     (said,) = await driver.wait_for_spoken(1)
 
-    assert state(driver)["git"] == "2 uncommitted changes"
+    assert state(driver)["git"] == {
+        "repository": True,
+        "uncommitted_changes": 2,
+        "summary": "2 uncommitted changes",
+    }
     assert said == (
         f"Heads up: {repo} has 2 uncommitted changes, so {AGENT}'s edits will mix with them."
     )
@@ -147,7 +151,7 @@ async def test_a_required_clean_tree_refuses_tasks_until_the_changes_are_committ
     assert refused["process"]["state"] == "not started" and refused["error"] == refusal
     assert driver.result().spoken[1] == refusal  # the first task: refused, said again
     assert "edited" in silent(driver)  # the tree was clean for the second: it ran
-    assert state(driver)["git"] == "clean"
+    assert state(driver)["git"]["summary"] == "clean"
 
 
 def test_a_required_clean_tree_needs_a_command_to_refuse(tmp_path: Path) -> None:
