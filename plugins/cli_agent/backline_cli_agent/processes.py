@@ -33,6 +33,9 @@ STDERR_TIMEOUT = 1.0
 """How long the reader of a stopped process's stderr may take to end."""
 
 
+LONG_STDERR_LINE = "(a stderr line longer than the limit was left out)"
+
+
 class AgentExited(Exception):
     """The agent's process ended when it should not have (a crash)."""
 
@@ -91,7 +94,8 @@ class _Process:
                 try:
                     raw = await stderr.readline()
                 except ValueError:  # longer than the limit: skipped (the reader drops it)
-                    self._tail.append("(a stderr line longer than the limit was left out)")
+                    if not self._tail or self._tail[-1] != LONG_STDERR_LINE:
+                        self._tail.append(LONG_STDERR_LINE)
                     continue
                 if not raw:
                     return

@@ -97,3 +97,8 @@ def state(driver: BackgroundDriver) -> dict[str, Any]:
     value = driver.result().state
     assert isinstance(value, dict), value
     return value
+
+
+def cmdline(pid: int) -> str:
+    """What every local user reads of process ``pid``'s command line."""
+    return Path(f"/proc/{pid}/cmdline").read_bytes().decode()

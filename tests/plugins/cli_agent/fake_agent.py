@@ -14,6 +14,7 @@ after ``--file`` (``{prompt_file}``), or takes it as its last argument with ``--
   ``interrupted``, exits 130);
 - ``huge: N`` starts a child (printing ``child: PID``), prints one line of N bytes and
   blocks (SIGINT ignored: only SIGTERM or SIGKILL end it);
+- ``errhuge: N`` writes one line of N bytes to stderr;
 - ``crash: N`` writes ``boom`` to stderr and exits with N.
 
 The voice channel is reached as any generic agent reaches it: ``BACKLINE_MCP_URL`` and
@@ -101,6 +102,8 @@ def main() -> int:
             print(f"child: {child.pid}", flush=True)
             print("x" * int(rest), flush=True)
             threading.Event().wait()
+        elif command == "errhuge":
+            print("e" * int(rest), file=sys.stderr, flush=True)
         elif command == "crash":
             print("boom", file=sys.stderr, flush=True)
             return int(rest)

@@ -13,7 +13,7 @@ import pytest
 
 from backline.testing import fake_anthropic as fa
 from tests.mcp.claude_cli import CLI, cli_env, requires_cli
-from tests.plugins.cli_agent.conftest import WAIT, state
+from tests.plugins.cli_agent.conftest import WAIT, cmdline, state
 
 pytestmark = [requires_cli, pytest.mark.timeout(180)]
 
@@ -64,11 +64,13 @@ async def test_a_correction_interrupts_the_turn_and_runs_next_in_the_same_proces
         await driver.say("Reformat the file.")
         await coder_requests(server, 1)
         pid = state(driver)["process"]["pid"]
+        command_line = cmdline(pid)  # readable by every local user
 
         await driver.say("Use tabs instead.")  # past the grace window: interrupts
         await driver.wait_for_state(lambda s: s["last_task"] == "Use tabs instead.", timeout=WAIT)
         second = (await coder_requests(server, 2))[1]
 
+    assert "Reformat the file." not in command_line  # the task went to its stdin
     assert "[Request interrupted by user]" in str(second.messages)
     assert second.last_user_text.endswith("Use tabs instead.")
     assert state(driver)["process"]["pid"] == pid  # the same conversation

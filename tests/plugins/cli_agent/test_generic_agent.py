@@ -13,7 +13,7 @@ import pytest
 from backline.mcp import VoiceChannel
 from backline.testing import BackgroundDriver
 from tests.mcp.conftest import http_client, text_of
-from tests.plugins.cli_agent.conftest import FAKE, WAIT, silent, state
+from tests.plugins.cli_agent.conftest import FAKE, WAIT, cmdline, silent, state
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -90,6 +90,19 @@ async def test_one_output_line_over_the_limit_stops_the_agents_group_and_fails_t
         assert _ended(pid), pid  # the agent and the child it started
 
 
+async def test_a_stderr_line_over_the_limit_is_left_out_and_the_run_goes_on(
+    drive: Any,
+) -> None:
+    """A reader that stopped at it would leave the agent blocked on a full stderr pipe."""
+    driver = await drive(FAKE, max_line_bytes=4096)
+
+    await driver.say("errhuge: 300000\nprint: after\ncrash: 2")
+    final = await finished(driver)
+
+    assert "after" in silent(driver)
+    assert final["process"]["exit_code"] == 2 and final["error"] == "exit code 2: boom"
+
+
 def _ended(pid: int) -> bool:
     """Whether process ``pid`` has exited (waited for, bounded, through a pidfd)."""
     try:
@@ -110,11 +123,11 @@ async def test_the_task_is_on_the_agents_stdin_not_on_its_command_line(drive: An
     await driver.say("print: the-secret-plan-42\nsleep")
     await driver.wait_for(lambda: "sleeping" in silent(driver), what="the agent to start")
     pid = state(driver)["process"]["pid"]
-    cmdline = _cmdline(pid)
+    command_line = cmdline(pid)
 
     assert "the-secret-plan-42" in silent(driver)  # it got the task
-    assert "the-secret-plan-42" not in cmdline and "person" not in cmdline
-    assert cmdline.split("\0")[:2] == list(FAKE)
+    assert "the-secret-plan-42" not in command_line and "person" not in command_line
+    assert command_line.split("\0")[:2] == list(FAKE)
 
 
 async def test_prompt_file_gives_the_task_in_a_private_file_removed_after_the_run(
@@ -131,10 +144,6 @@ async def test_prompt_file_gives_the_task_in_a_private_file_removed_after_the_ru
     path = Path(notes[notes.index("argv| --file") + 1].removeprefix("argv| "))
     assert "the-secret-plan-42" not in " ".join(notes[2:])  # not among its arguments
     assert _kinds(path, path.parent) == ["missing", "folder"]  # removed; the folder stays
-
-
-def _cmdline(pid: int) -> str:
-    return Path(f"/proc/{pid}/cmdline").read_bytes().decode()
 
 
 def _kinds(*paths: Path) -> list[str]:
