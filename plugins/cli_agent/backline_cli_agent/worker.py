@@ -117,13 +117,14 @@ class CliAgentWorker:
         check = await check_git(self.config.cwd)
         self.reporter.git(check.state)
         refusal = None if self._cleared else check.refusal(self.config.name, REQUIRE_CLEAN_OPTION)
+        self._cleared = refusal is None
+        if missing is not None:
+            return  # the one thing to say, and to show
         if refusal is not None:
             self.reporter.set_status(S.NEEDS_CLEAN_TREE, error=refusal)
-        else:
-            self._cleared = True
         agent = self.config.name if self.config.argv is not None else "the agent"
         sentence = refusal or check.heads_up(agent)
-        if sentence is not None and missing is None:
+        if sentence is not None:
             await self._say(sentence)
 
     def _find_program(self) -> str | None:

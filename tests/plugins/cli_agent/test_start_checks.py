@@ -183,3 +183,18 @@ async def test_git_is_asked_safely_and_a_missing_git_is_said(
         f"Heads up: git could not check {repo} (git is not installed), so codex's changes "
         "may not be undoable with git."
     )
+
+
+async def test_a_missing_program_is_the_one_thing_said_before_a_dirty_tree(
+    drive: Any, tmp_path: Path
+) -> None:
+    repo = dirty_repository(tmp_path / "repo")
+    driver = await drive(("no-such-agent-cli-xyz",), cwd=repo, require_clean=True)
+
+    await driver.wait_for_state(lambda s: s["git"] is not None)
+    await driver.wait_until_done()
+
+    (said,) = driver.result().spoken
+    assert said.startswith("no-such-agent-cli-xyz cannot start:")
+    assert state(driver)["status"] == "cannot start: its program was not found"
+    assert state(driver)["error"] == said
