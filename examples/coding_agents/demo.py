@@ -16,8 +16,10 @@ instruction.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import os
+import subprocess
 import sys
 import tempfile
 from pathlib import Path
@@ -188,9 +190,17 @@ async def type_lines(
     type_line("/quit")
 
 
+def init_repository(folder: Path) -> None:
+    """Make the demo's folder a git repository, as yours would be: Claude Code then has
+    nothing to warn about when it starts (without git, you hear that it could not check)."""
+    with contextlib.suppress(OSError, subprocess.SubprocessError):
+        subprocess.run(["git", "init", "-q", str(folder)], check=True, timeout=30)
+
+
 async def main() -> int:
     with isolated_claude_env() as home, tempfile.TemporaryDirectory(prefix="demo-repo-") as repo:
         cwd = Path(repo)
+        init_repository(cwd)
         world = ScriptedWorld(voice_model, claude_code_model(cwd))
         with world:
             config = ClaudeCodeConfig(cwd=cwd, env=world.claude_code_env(home))

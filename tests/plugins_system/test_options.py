@@ -113,3 +113,31 @@ def test_a_flag_held_by_another_plugin_or_reserved_fails_that_plugin(
     assert f"front-end option '--{tone['flag']}' is registered by both" in listed[clashing]["error"]
     assert listed[reserved]["status"] == "failed"
     assert "front-end option '--model' is reserved by backline" in listed[reserved]["error"]
+
+
+def test_a_repeatable_flag_exports_every_value_joined_by_commas(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import click
+    from click.testing import CliRunner
+
+    from backline.plugins._options import make_option
+
+    monkeypatch.delenv("TEST_PASS_NAMES", raising=False)
+    entry = make_option(
+        "test", ["--pass-name"], envvar="TEST_PASS_NAMES", help="Names.", multiple=True
+    )
+    seen: list[str | None] = []
+
+    @click.command()
+    def front_end() -> None:
+        import os
+
+        seen.append(os.environ.get("TEST_PASS_NAMES"))
+
+    front_end.params.append(entry.option)
+    result = CliRunner().invoke(front_end, ["--pass-name", "A", "--pass-name", "B_2"])
+    assert result.exit_code == 0, result.output
+    result = CliRunner().invoke(front_end, [])  # not given: nothing exported over it
+
+    assert seen == ["A,B_2", "A,B_2"]

@@ -20,6 +20,7 @@ import asyncio
 import json
 import os
 import re
+import subprocess
 import sys
 import tempfile
 from pathlib import Path
@@ -225,6 +226,7 @@ async def make_screenshot(out: Path, executable: str) -> None:
         state.mkdir()
         (repo / "auth.py").write_text(AUTH)
         (repo / "test_auth.py").write_text(TEST_AUTH)
+        commit_all(repo)  # a clean repository: Claude Code has nothing to warn about
         with ScriptedWorld(voice, claude_code(repo)) as world:
             proc, url = await serve(world, home, repo, state)
             try:
@@ -246,6 +248,17 @@ async def main(out: Path) -> None:
         raise SystemExit("no Chromium found (apt-get install chromium, or set BACKLINE_CHROMIUM)")
     await make_screenshot(out, executable)
     print(f"wrote {out}")
+
+
+def commit_all(repo: Path) -> None:
+    who = ["-c", "user.name=Dev", "-c", "user.email=dev@example.com"]
+    for args in (["init", "-q"], ["add", "-A"], ["commit", "-q", "-m", "The app."]):
+        subprocess.run(
+            ["git", "-C", str(repo), *who, *args],
+            check=True,
+            capture_output=True,
+            timeout=30,
+        )
 
 
 def bash_outputs(world: ScriptedWorld) -> list[str]:

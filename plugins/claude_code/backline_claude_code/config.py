@@ -25,6 +25,8 @@ ENV_SETTING_SOURCES = "BACKLINE_CLAUDE_CODE_SETTING_SOURCES"
 ENV_TURN_TIMEOUT = "BACKLINE_CLAUDE_CODE_TURN_TIMEOUT"
 ENV_RETRY_TIMEOUT = "BACKLINE_CLAUDE_CODE_RETRY_TIMEOUT"
 ENV_NO_CLAUDE_MD = "BACKLINE_CLAUDE_CODE_NO_CLAUDE_MD"
+ENV_REQUIRE_CLEAN = "BACKLINE_CLAUDE_CODE_REQUIRE_CLEAN"
+REQUIRE_CLEAN_OPTION = "--claude-require-clean"
 
 TURN_TIMEOUT = 1800.0
 """Default deadline of one task (a turn), in seconds: 30 minutes."""
@@ -65,6 +67,8 @@ class ClaudeCodeConfig:
     ``turn_timeout``: the deadline of one task, from when Claude Code receives it;
     ``retry_timeout``: how long a failing model request may be retried before the
     task is given up.
+    ``require_clean``: start editing only in a git repository without uncommitted
+    changes (a task is refused, saying why, until the tree is clean).
     """
 
     cwd: Path = field(default_factory=Path.cwd)
@@ -76,6 +80,7 @@ class ClaudeCodeConfig:
     read_claude_md: bool = True
     turn_timeout: float = TURN_TIMEOUT
     retry_timeout: float = RETRY_TIMEOUT
+    require_clean: bool = False
     env: Mapping[str, str] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
@@ -177,6 +182,8 @@ class ClaudeCodeConfig:
             values["setting_sources"] = _names(env[ENV_SETTING_SOURCES])
         if env.get(ENV_NO_CLAUDE_MD):
             values["read_claude_md"] = not _truthy(env[ENV_NO_CLAUDE_MD])
+        if env.get(ENV_REQUIRE_CLEAN):
+            values["require_clean"] = _truthy(env[ENV_REQUIRE_CLEAN])
         for name, key in (("turn_timeout", ENV_TURN_TIMEOUT), ("retry_timeout", ENV_RETRY_TIMEOUT)):
             if env.get(key):
                 values[name] = _seconds(key, env[key])

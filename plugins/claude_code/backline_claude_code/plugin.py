@@ -21,6 +21,7 @@ from .config import (
     ENV_MODEL,
     ENV_NO_CLAUDE_MD,
     ENV_PERMISSION_MODE,
+    ENV_REQUIRE_CLEAN,
     ENV_RETRY_TIMEOUT,
     ENV_SETTING_SOURCES,
     ENV_TURN_TIMEOUT,
@@ -68,6 +69,13 @@ OPTIONS: tuple[tuple[str, str, str, dict[str, Any]], ...] = (
         "no-claude-md",
         ENV_NO_CLAUDE_MD,
         "Do not put the repository's CLAUDE.md in Claude Code's prompt (read by default).",
+        {"is_flag": True},
+    ),
+    (
+        "require-clean",
+        ENV_REQUIRE_CLEAN,
+        "Start editing only in a git repository without uncommitted changes (otherwise "
+        "each task is refused, saying why).",
         {"is_flag": True},
     ),
     (

@@ -20,6 +20,7 @@ INTERRUPTED = "interrupted, switching to the user's new instruction"
 ERROR = "error"
 RESTARTING = "restarting Claude Code"
 RETRYING = "retrying"
+NEEDS_CLEAN_TREE = "waiting for a clean git tree"
 
 
 class StateSink(Protocol):
@@ -27,9 +28,11 @@ class StateSink(Protocol):
 
 
 class StatusReporter:
-    """Keeps ``{status, task, recent_activity, files_changed, last_task, error}``: keys of
-    the state convention every background may use (docs/background.md), so front ends
-    read Claude Code's state as any other.
+    """Keeps ``{status, task, recent_activity, files_changed, last_task, git, error}``:
+    keys of the state convention every background may use (docs/background.md), so
+    front ends read Claude Code's state as any other; ``git`` is what git said about
+    the folder (``GitCheck.state``: ``repository``, ``uncommitted_changes`` and a
+    ``summary``), ``None`` until it is checked.
 
     ``recent_activity`` keeps the last 8 edits (once they succeeded), commands (when
     they start) and refused calls (reads and searches are left out);
@@ -47,6 +50,7 @@ class StatusReporter:
         self._error: str | None = None
         self._recent: deque[str] = deque(maxlen=MAX_RECENT)
         self._files: list[str] = []
+        self._git: dict[str, Any] | None = None
 
     @property
     def snapshot(self) -> dict[str, Any]:
@@ -56,6 +60,7 @@ class StatusReporter:
             "recent_activity": list(self._recent),
             "files_changed": [f for f in self._files if (self._cwd / f).exists()],
             "last_task": self._last_task,
+            "git": self._git,
             "error": self._error,
         }
 
@@ -71,6 +76,18 @@ class StatusReporter:
     def task_finished(self) -> None:
         self._status = IDLE_AGAIN
         self._last_task, self._task = self._task, None
+        self.publish()
+
+    def git(self, check: dict[str, Any]) -> None:
+        self._git = check
+        self.publish()
+
+    def needs_clean_tree(self, reason: str) -> None:
+        """A clean tree is required and this one is not: no task starts."""
+        self._status = NEEDS_CLEAN_TREE
+        self._error = reason
+        if self._task is not None:
+            self._last_task, self._task = self._task, None
         self.publish()
 
     def interrupted(self) -> None:

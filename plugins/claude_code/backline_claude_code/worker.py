@@ -7,7 +7,9 @@ calls ``client.interrupt()``; the turn is read to its end, then the waiting
 messages run as the next turn).
 
 Every tool call passes ``FolderGuard`` (confine.py); every turn has a deadline
-(``TurnDeadline``); closing stops the CLI process in every path (client.py).
+(``TurnDeadline``); closing stops the CLI process in every path (client.py). When the
+session starts, git checks the folder (workspace.py): anything but a clean repository
+is said in one sentence, and with ``require_clean`` no task starts until it is clean.
 """
 
 from __future__ import annotations
@@ -19,11 +21,12 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from .client import ClaudeClient
-from .config import SEND_TO_USER, ClaudeCodeConfig
+from .config import REQUIRE_CLEAN_OPTION, SEND_TO_USER, ClaudeCodeConfig
 from .confine import FolderGuard, deny_output
 from .memory import project_memory
 from .prompts import SYSTEM_PROMPT_APPEND
 from .state import StatusReporter
+from .workspace import check_git
 
 if TYPE_CHECKING:
     from backline import BackgroundContext
@@ -120,23 +123,56 @@ class ClaudeCodeWorker:
         self._client: ClaudeClient | None = None
         self._failed_before = False
         self._interrupted = False
+        self._cleared = not config.require_clean  # it may start editing
 
     async def run(self) -> None:
         for warning in self.config.warnings:
             logger.warning("Claude Code in %s: %s", self.config.cwd, warning)
         self.reporter.publish()
         self.ctx.on_interrupt(self._interrupt)
+        await self._check_folder()
         try:
             async for batch in self.ctx.batches():
                 await self._turn("\n\n".join(batch))
         finally:
             await self._close_client()
 
+    # -- the folder, before any edit -----------------------------------------------------
+    async def _check_folder(self) -> None:
+        """What git says about the folder: in the state, and said when it matters."""
+        check = await check_git(self.config.cwd)
+        self.reporter.git(check.state)
+        refusal = None if self._cleared else check.refusal("Claude Code", REQUIRE_CLEAN_OPTION)
+        if refusal is not None:
+            self.reporter.needs_clean_tree(refusal)
+        self._cleared = refusal is None
+        sentence = refusal or check.heads_up("Claude Code")
+        if sentence is not None:
+            with contextlib.suppress(RuntimeError):
+                await self.ctx.send(sentence)
+
+    async def _refused(self) -> bool:
+        """A clean tree is required and still missing: the task is refused, aloud."""
+        if self._cleared:
+            return False
+        check = await check_git(self.config.cwd)
+        self.reporter.git(check.state)
+        refusal = check.refusal("Claude Code", REQUIRE_CLEAN_OPTION)
+        if refusal is None:
+            self._cleared = True  # from now on, its own changes are no reason to stop
+            return False
+        self.reporter.needs_clean_tree(refusal)
+        with contextlib.suppress(RuntimeError):
+            await self.ctx.send(refusal)
+        return True
+
     # -- one turn ------------------------------------------------------------------
     async def _turn(self, text: str) -> None:
         async with self.ctx.turn():
             self._interrupted = False
             self.reporter.task_started(text)
+            if await self._refused():
+                return
             deadline: TurnDeadline | None = None
             try:
                 # Starting the CLI is bounded by the SDK (its 60 s initialize timeout).

@@ -3,8 +3,10 @@
 from .background import BACKGROUND_ID, DESCRIPTION, cli_agent_background
 from .config import (
     ENV_AGENT_CMD,
+    ENV_AGENT_ENV,
     ENV_MAX_LINE_BYTES,
     ENV_MAX_OUTPUT_LINES,
+    ENV_REQUIRE_CLEAN,
     AgentConfig,
     agent_kind,
 )
@@ -17,8 +19,10 @@ __all__ = [
     "BACKGROUND_ID",
     "DESCRIPTION",
     "ENV_AGENT_CMD",
+    "ENV_AGENT_ENV",
     "ENV_MAX_LINE_BYTES",
     "ENV_MAX_OUTPUT_LINES",
+    "ENV_REQUIRE_CLEAN",
     "VOICE_INSTRUCTIONS",
     "AgentConfig",
     "CliAgentWorker",

@@ -2,7 +2,9 @@
 
 Both start with ``backline.processes.spawn`` (a process group of their own) and stop
 with ``stop_process`` (bounded: SIGINT, SIGTERM, SIGKILL), also when the task that
-runs them is cancelled: a closed conversation leaves no process behind.
+runs them is cancelled: a closed conversation leaves no process behind. An output
+line over the limit ends the run (``LineTooLong``): the process is stopped, never
+left blocked on a pipe nobody reads.
 """
 
 from __future__ import annotations
@@ -10,16 +12,16 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
-import os
 from collections import deque
 from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine, Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from backline.processes import STOP_STEP_TIMEOUT, spawn, stop_process
 from backline.tasks import TaskScope
 
-from .config import Launch
+from .config import Launch, write_private
 
 STDERR_TAIL_LINES = 20
 """How many last lines of the agent's stderr an error report quotes."""
@@ -31,15 +33,30 @@ STDERR_TIMEOUT = 1.0
 """How long the reader of a stopped process's stderr may take to end."""
 
 
+LONG_STDERR_LINE = "(a stderr line longer than the limit was left out)"
+
+
 class AgentExited(Exception):
     """The agent's process ended when it should not have (a crash)."""
+
+
+class LineTooLong(Exception):
+    """An output line of the agent was longer than ``max_line_bytes``; the message says
+    so in words a person can hear."""
+
+    def __init__(self, limit: int) -> None:
+        super().__init__(
+            f"one line of its output was longer than {limit:,} bytes (the limit, "
+            "max_line_bytes), so the run was stopped"
+        )
 
 
 class _Process:
     """A started agent process, its stderr tail, and how to stop it."""
 
-    def __init__(self, process: asyncio.subprocess.Process) -> None:
+    def __init__(self, process: asyncio.subprocess.Process, line_limit: int) -> None:
         self.process = process
+        self.line_limit = line_limit
         self._tail: deque[str] = deque(maxlen=STDERR_TAIL_LINES)
         self._scope = TaskScope(f"agent process {process.pid}")  # the stderr reader, until stop()
         self._stderr = self._scope.create_task(self._read_stderr(), name="agent stderr")
@@ -48,14 +65,16 @@ class _Process:
     async def start(
         cls, launch: Launch, cwd: Path, env: Mapping[str, str], *, line_limit: int, stdin: bool
     ) -> _Process:
+        """Start ``launch`` with ``env`` (the whole environment: nothing is inherited)
+        and the launch's own variables over it."""
         process = await spawn(
             launch.argv,
             cwd=cwd,
-            env={**os.environ, **env, **launch.env},
+            env={**env, **launch.env},
             stdin=asyncio.subprocess.PIPE if stdin else asyncio.subprocess.DEVNULL,
             limit=line_limit,
         )
-        return cls(process)
+        return cls(process, line_limit)
 
     @property
     def pid(self) -> int:
@@ -66,9 +85,20 @@ class _Process:
         return self.process.returncode
 
     async def _read_stderr(self) -> None:
-        assert self.process.stderr is not None
-        with contextlib.suppress(ValueError, OSError):
-            async for raw in self.process.stderr:
+        # Read to the end, whatever it holds: an agent blocked on a full stderr pipe
+        # would never finish.
+        stderr = self.process.stderr
+        assert stderr is not None
+        with contextlib.suppress(OSError):
+            while True:
+                try:
+                    raw = await stderr.readline()
+                except ValueError:  # longer than the limit: skipped (the reader drops it)
+                    if not self._tail or self._tail[-1] != LONG_STDERR_LINE:
+                        self._tail.append(LONG_STDERR_LINE)
+                    continue
+                if not raw:
+                    return
                 line = raw.decode(errors="replace").rstrip()
                 if line:
                     self._tail.append(line)
@@ -77,14 +107,14 @@ class _Process:
         return "\n".join(self._tail)
 
     async def lines(self) -> AsyncIterator[str]:
-        """The stdout lines, until it closes (a line over the limit ends it too)."""
+        """The stdout lines, until it closes. Raises ``LineTooLong`` at a line over the
+        limit (the caller stops the process)."""
         assert self.process.stdout is not None
         while True:
             try:
                 raw = await self.process.stdout.readline()
             except ValueError:  # a line longer than the limit
-                self._tail.append("(an output line was longer than the limit)")
-                return
+                raise LineTooLong(self.line_limit) from None
             if not raw:
                 return
             yield raw.decode(errors="replace").rstrip("\r\n")
@@ -123,27 +153,74 @@ class _Agent:
         return self._process
 
 
+@dataclass(frozen=True)
+class RunEnd:
+    """How one run ended: its exit code, its stderr tail, and ``cut`` (why it was stopped
+    early: an output line over the limit), or None."""
+
+    code: int | None
+    stderr: str
+    cut: str | None = None
+
+
 class TaskProcess(_Agent):
-    """One run of an agent started per task: its output lines, then its exit code."""
+    """One run of an agent started per task: its task goes on its stdin or in a private
+    file (removed after the run), then its output lines, then its exit code."""
 
     async def run(
         self, on_start: Callable[[int], None], on_line: Callable[[str], Awaitable[None]]
-    ) -> tuple[int | None, str]:
-        """Run to the end; returns ``(exit code, stderr tail)``."""
-        process = await self._spawn(stdin=False)
+    ) -> RunEnd:
+        """Run to the end (or to a line over the limit, then stop it)."""
+        launch = self._launch
+        if launch.prompt_file is not None:
+            path, text = launch.prompt_file
+            write_private(path, text)
+        try:
+            return await self._run(on_start, on_line)
+        finally:
+            if launch.prompt_file is not None:
+                launch.prompt_file[0].unlink(missing_ok=True)
+
+    async def _run(
+        self, on_start: Callable[[int], None], on_line: Callable[[str], Awaitable[None]]
+    ) -> RunEnd:
+        task = self._launch.stdin
+        process = await self._spawn(stdin=task is not None)
+        # The task is written while the output is read: an agent that reads its stdin
+        # late (or never) cannot block the reading.
+        feeding = TaskScope(f"agent stdin {process.pid}")
+        if task is not None:
+            feeding.create_task(_feed(process, task), name="agent stdin")
+        cut: str | None = None
         try:
             on_start(process.pid)
-            async for line in process.lines():
-                await on_line(line)
-            await process.wait()
+            try:
+                async for line in process.lines():
+                    await on_line(line)
+            except LineTooLong as e:
+                cut = str(e)
+            else:
+                await process.wait()
         finally:
             code = await process.stop()  # the exit code (it stops nothing that has exited)
-        return code, process.stderr_tail()
+            await feeding.aclose(STDERR_TIMEOUT)
+        return RunEnd(code, process.stderr_tail(), cut)
 
     async def interrupt(self) -> None:
         """SIGINT first (an agent CLI's "stop this"), then SIGTERM, then SIGKILL."""
         if self._process is not None:
             await self._process.stop(interrupt_first=True)
+
+
+async def _feed(process: _Process, text: str) -> None:
+    """Write the task to the agent's stdin, then close it (the agent reads to its end)."""
+    stdin = process.process.stdin
+    assert stdin is not None
+    with contextlib.suppress(OSError, RuntimeError):  # it exited without reading it all
+        stdin.write(text.encode())
+        await stdin.drain()
+    with contextlib.suppress(OSError, RuntimeError):
+        stdin.close()
 
 
 Event = dict[str, Any]

@@ -17,6 +17,8 @@ LISTENING = "waiting for your instructions"
 INTERRUPTED = "interrupted, switching to your new instruction"
 CRASHED = "stopped after an error; the next message starts it again"
 FAILED = "the last task ended with an error"
+CANNOT_START = "cannot start: its program was not found"
+NEEDS_CLEAN_TREE = "waiting for a clean git tree"
 
 
 class StateSink(Protocol):
@@ -25,11 +27,15 @@ class StateSink(Protocol):
 
 class StateReporter:
     """Keeps and publishes ``{agent, status, task, last_task, process, agent_status,
-    recent_activity, voice_channel, error}``.
+    recent_activity, voice_channel, program, program_path, git, error}``.
 
     ``process`` is ``{"state": "not started" | "running" | "exited", "pid", "exit_code"}``;
     ``agent_status`` is the agent's last ``set_status`` (a JSON object, or ``None``);
-    ``voice_channel`` says whether the agent reaches backline's MCP server.
+    ``voice_channel`` says whether the agent reaches backline's MCP server;
+    ``program`` where its program was found (``from PATH``, ``bundled with
+    claude-agent-sdk``, ``as given``, ``not found``) and ``program_path`` the file;
+    ``git`` what git says about the folder (``GitCheck.state``: ``repository``,
+    ``uncommitted_changes`` and a ``summary``), ``None`` until it is checked.
     """
 
     def __init__(self, sink: StateSink, agent: str) -> None:
@@ -42,6 +48,9 @@ class StateReporter:
         self._agent_status: dict[str, Any] | None = None
         self._recent: deque[str] = deque(maxlen=RECENT)
         self._voice_channel = "not connected yet"
+        self._program: str | None = None
+        self._program_path: str | None = None
+        self._git: dict[str, Any] | None = None
         self._error: str | None = None
         self._listening = False
 
@@ -56,14 +65,19 @@ class StateReporter:
             "agent_status": self._agent_status,
             "recent_activity": list(self._recent),
             "voice_channel": self._voice_channel,
+            "program": self._program,
+            "program_path": self._program_path,
+            "git": self._git,
             "error": self._error,
         }
 
     def publish(self) -> None:
         self._sink.set_state(self.snapshot)
 
-    def set_status(self, status: str) -> None:
+    def set_status(self, status: str, *, error: str | None = None) -> None:
         self._status = status
+        if error is not None:
+            self._error = error
         self.publish()
 
     def task_started(self, text: str) -> None:
@@ -95,6 +109,14 @@ class StateReporter:
     def listening(self, listening: bool) -> None:
         """The agent waits for the user, or stopped waiting (``on_listening``)."""
         self._listening = listening
+        self.publish()
+
+    def program(self, path: str | None, source: str) -> None:
+        self._program, self._program_path = source, path
+        self.publish()
+
+    def git(self, check: dict[str, Any]) -> None:
+        self._git = check
         self.publish()
 
     def voice_channel(self, text: str) -> None:

@@ -8,6 +8,12 @@ this very session); its output lines become context notes, its process and its
 after the grace window (the runtime decides), unless the agent is waiting for the
 user, or has taken the message already. A crash is reported; the next message
 starts a fresh run.
+
+At start it finds the agent's program (on the agent's ``PATH``, or Claude Code bundled
+in claude-agent-sdk) and checks the folder with git; a program that cannot be found,
+a folder that is not a git repository or has uncommitted changes is said in one
+sentence, and with ``require_clean`` no task starts until the tree is clean. The agent
+gets an allow-listed environment (``environment.py``), never backline's own.
 """
 
 from __future__ import annotations
@@ -15,6 +21,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import os
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
@@ -24,9 +31,18 @@ from backline.limits import truncate_text
 from backline.mcp import Endpoint, Hosting, VoiceChannel, hosted_voice_channel, limits_of
 
 from . import state as S
-from .config import AgentConfig, claude_launch, mcp_config, task_launch, write_private
-from .processes import AgentExited, ClaudeProcess, TaskProcess
+from .config import (
+    REQUIRE_CLEAN_OPTION,
+    AgentConfig,
+    claude_launch,
+    mcp_config,
+    task_launch,
+    write_private,
+)
+from .environment import Program, ProgramNotFound, agent_environment, find_program
+from .processes import AgentExited, ClaudeProcess, LineTooLong, TaskProcess
 from .prompts import AGENT_GUIDANCE, task_prompt
+from .workspace import check_git
 
 if TYPE_CHECKING:
     from backline import BackgroundContext
@@ -40,8 +56,10 @@ SUMMARY_CHARS = 300
 class Outcome:
     """How one task ended."""
 
-    kind: Literal["finished", "interrupted", "failed", "crashed"]
+    kind: Literal["finished", "interrupted", "failed", "crashed", "refused"]
     detail: str = ""
+    status: str | None = None
+    """For ``refused`` (the task did not start): the status to show."""
 
 
 class CliAgentWorker:
@@ -54,6 +72,14 @@ class CliAgentWorker:
         self.reporter = S.StateReporter(ctx, config.name)
         self.limits = limits_of(ctx)
         self.endpoint: Endpoint | None = None
+        self.env = agent_environment(
+            config.kind or "generic", os.environ, pass_env=config.pass_env, explicit=config.env
+        )
+        """The agent's whole environment (before its voice channel's variables)."""
+        self._program: Program | None = None
+        self._cleared = not config.require_clean  # it may start editing
+        self._private = Path()
+        self._runs = 0
         self._config_file: Path | None = None
         self._claude: ClaudeProcess | None = None
         self._current: TaskProcess | ClaudeProcess | None = None
@@ -68,9 +94,11 @@ class CliAgentWorker:
         self.ctx.on_interrupt(self._interrupt)
         attached = self.config.argv is None
         self.reporter.set_status(S.ATTACHED if attached else S.IDLE)
-        with tempfile.TemporaryDirectory(prefix="backline-cli-agent-") as private:
+        with tempfile.TemporaryDirectory(prefix="backline-cli-agent-") as private:  # 0700
+            self._private = Path(private)
+            await self._check_start()
             async with hosted_voice_channel() as hosting:
-                await self._connect(hosting, Path(private))
+                await self._connect(hosting, self._private)
                 try:
                     if attached:  # an agent started by the user takes the messages over MCP
                         await asyncio.Event().wait()
@@ -78,6 +106,58 @@ class CliAgentWorker:
                         await self._task(batch)
                 finally:
                     await self._close_claude()
+
+    # -- before any task: the program, the folder --------------------------------------------
+    async def _check_start(self) -> None:
+        """Find the program and check the folder with git; say what the user must know."""
+        missing = None if self.config.argv is None else self._find_program()
+        if missing is not None:
+            self.reporter.set_status(S.CANNOT_START, error=missing)
+            await self._say(missing)
+        check = await check_git(self.config.cwd)
+        self.reporter.git(check.state)
+        refusal = None if self._cleared else check.refusal(self.config.name, REQUIRE_CLEAN_OPTION)
+        self._cleared = refusal is None
+        if missing is not None:
+            return  # the one thing to say, and to show
+        if refusal is not None:
+            self.reporter.set_status(S.NEEDS_CLEAN_TREE, error=refusal)
+        agent = self.config.name if self.config.argv is not None else "the agent"
+        sentence = refusal or check.heads_up(agent)
+        if sentence is not None:
+            await self._say(sentence)
+
+    def _find_program(self) -> str | None:
+        """Find the agent's program (the state says where); the problem, or None."""
+        assert self.config.argv is not None and self.config.kind is not None
+        try:
+            self._program = find_program(self.config.argv[0], self.config.kind, self.env)
+        except ProgramNotFound as e:
+            self.reporter.program(None, "not found")
+            return f"{self.config.name} cannot start: {e}."
+        self.reporter.program(self._program.path, self._program.source)
+        return None
+
+    async def _refusal(self) -> Outcome | None:
+        """Why this task may not start (the program is missing, the tree is not clean)."""
+        if self._program is None:
+            missing = self._find_program()
+            if missing is not None:
+                return Outcome("refused", missing, S.CANNOT_START)
+        if not self._cleared:
+            check = await check_git(self.config.cwd)
+            self.reporter.git(check.state)
+            refusal = check.refusal(self.config.name, REQUIRE_CLEAN_OPTION)
+            if refusal is not None:
+                return Outcome("refused", refusal, S.NEEDS_CLEAN_TREE)
+            self._cleared = True  # from now on, its own changes are no reason to stop
+        return None
+
+    @property
+    def _argv(self) -> tuple[str, ...]:
+        """The agent command, with its program where it was found."""
+        assert self.config.argv is not None and self._program is not None
+        return (self._program.path, *self.config.argv[1:])
 
     # -- the voice channel ---------------------------------------------------------------
     async def _connect(self, hosting: Hosting, private: Path) -> None:
@@ -124,10 +204,12 @@ class CliAgentWorker:
             spoken_before = self.channel.spoken
             self.reporter.task_started(text)
             try:
-                if self.config.kind == "claude":
-                    outcome = await self._claude_task(text)
-                else:
-                    outcome = await self._process_task(batch)
+                outcome = await self._refusal()
+                if outcome is None:
+                    if self.config.kind == "claude":
+                        outcome = await self._claude_task(text)
+                    else:
+                        outcome = await self._process_task(batch)
             except asyncio.CancelledError:
                 raise
             except Exception as e:
@@ -140,12 +222,14 @@ class CliAgentWorker:
             await self._report(outcome, spoke=self.channel.spoken > spoken_before)
 
     async def _process_task(self, batch: list[str]) -> Outcome:
-        assert self.config.argv is not None and self.config.kind is not None
+        assert self.config.kind is not None
         prompt = task_prompt(batch, self._interrupted_task)
+        self._runs += 1
+        prompt_path = self._private / f"task-{self._runs}.txt"  # only with {prompt_file}
         launch = task_launch(
-            self.config.kind, self.config.argv, prompt, self.endpoint, self._config_file
+            self.config.kind, self._argv, prompt, self.endpoint, self._config_file, prompt_path
         )
-        run = TaskProcess(launch, self.config.cwd, self.config.env, self._line_limit)
+        run = TaskProcess(launch, self.config.cwd, self.env, self._line_limit)
         self._current = run
         self.reporter.set_status(S.STARTING)
         last: list[str] = []
@@ -159,15 +243,17 @@ class CliAgentWorker:
                 last[:] = [text.strip()]
                 await self._note(text.strip())
 
-        code, stderr = await run.run(started, line)
-        self.reporter.process_exited(code)
+        end = await run.run(started, line)
+        self.reporter.process_exited(end.code)
         await self._notes_done()
         if self._interrupted:
             return Outcome("interrupted")
-        if code == 0:
+        if end.cut is not None:
+            return Outcome("failed", end.cut)
+        if end.code == 0:
             return Outcome("finished", last[0] if last else "")
-        tail = stderr.splitlines()
-        return Outcome("crashed", f"exit code {code}" + (f": {tail[-1]}" if tail else ""))
+        tail = end.stderr.splitlines()
+        return Outcome("crashed", f"exit code {end.code}" + (f": {tail[-1]}" if tail else ""))
 
     async def _claude_task(self, text: str) -> Outcome:
         claude = await self._ensure_claude()
@@ -175,6 +261,9 @@ class CliAgentWorker:
         self.reporter.set_status(S.WORKING)
         try:
             result = await claude.turn(text, self._claude_event)
+        except LineTooLong as e:
+            await self._close_claude()  # stopped: it is never left blocked on its output
+            return Outcome("failed", str(e))
         except AgentExited as e:
             await self._close_claude()
             return Outcome("interrupted") if self._interrupted else Outcome("crashed", str(e))
@@ -191,9 +280,8 @@ class CliAgentWorker:
         if self._claude is not None and self._claude.alive:
             return self._claude
         await self._close_claude()
-        assert self.config.argv is not None
-        launch = claude_launch(self.config.argv, self._config_file, AGENT_GUIDANCE)
-        claude = ClaudeProcess(launch, self.config.cwd, self.config.env, self._line_limit)
+        launch = claude_launch(self._argv, self._config_file, AGENT_GUIDANCE)
+        claude = ClaudeProcess(launch, self.config.cwd, self.env, self._line_limit)
         self.reporter.set_status(S.STARTING)
         pid = await claude.start()
         self._claude = claude
@@ -246,6 +334,9 @@ class CliAgentWorker:
                 await self._say(f"{name} finished: {summary}" if summary else f"{name} finished.")
         elif outcome.kind == "interrupted":
             self.reporter.task_ended(S.INTERRUPTED)
+        elif outcome.kind == "refused":  # it did not start: the reason, in full
+            self.reporter.task_ended(outcome.status or S.FAILED, error=outcome.detail)
+            await self._say(outcome.detail)
         elif outcome.kind == "failed":
             self.reporter.task_ended(S.FAILED, error=outcome.detail)
             await self._note(f"{name}'s task ended with an error: {outcome.detail}")

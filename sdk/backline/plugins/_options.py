@@ -81,7 +81,7 @@ class OptionEntry:
         return [str(v) for v in found]
 
 
-_REFUSED = ("default", "multiple", "callback", "expose_value", "envvar", "required", "nargs")
+_REFUSED = ("default", "callback", "expose_value", "envvar", "required", "nargs")
 _SECTIONS: dict[str, OptionSection] = {}
 
 
@@ -172,6 +172,8 @@ def _exporter(envvar: str, flag: str) -> Any:
             ctx.meta.setdefault(GIVEN_OPTIONS_KEY, {})[flag] = value
             if isinstance(value, bool):
                 os.environ[envvar] = "1" if value else "0"
+            elif isinstance(value, tuple):  # multiple=True: every value given, in order
+                os.environ[envvar] = ",".join(str(v) for v in value)
             elif value is not None:
                 os.environ[envvar] = str(value)
         return value

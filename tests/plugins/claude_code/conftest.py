@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import subprocess
 from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import Any
@@ -139,6 +140,13 @@ class Harness:
         ]
 
 
+def init_repository(folder: Path) -> Path:
+    """A new, clean git repository (Claude Code then has nothing to warn about at start)."""
+    folder.mkdir()
+    subprocess.run(["git", "init", "-q", str(folder)], check=True, timeout=30)
+    return folder
+
+
 def child_pids() -> list[int]:
     """This process's child processes (zombies included), from /proc."""
     me, found = os.getpid(), []
@@ -170,7 +178,8 @@ async def harness_factory(tmp_path: Path) -> AsyncIterator[Callable[..., Any]]:
             world = ScriptedWorld(voice_responder, coder)
             world.__enter__()
             cwd = tmp_path / "repo"
-            cwd.mkdir(exist_ok=True)
+            if not cwd.is_dir():  # a test may have made it, with files of its own
+                init_repository(cwd)
             harness = Harness(world, cwd, home, **config)
             made.append(harness)
             await harness.session.start(Agent(VOICE_INSTRUCTIONS))

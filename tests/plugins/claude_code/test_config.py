@@ -122,6 +122,7 @@ def test_model_flags_follow_the_convention() -> None:
         "--claude-setting-sources",
         "--claude-no-claude-md",
         "--claude-turn-timeout",
+        "--claude-require-clean",
     ):
         assert flag in console
-    assert "--no-claude-md" in own
+    assert "--no-claude-md" in own and "--require-clean" in own

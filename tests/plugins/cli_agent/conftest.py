@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import subprocess
 import sys
 from collections.abc import AsyncIterator, Callable
 from pathlib import Path
@@ -32,23 +33,46 @@ def runtime_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     return directory
 
 
+def git(folder: Path, *args: str) -> str:
+    """Run the real git in ``folder`` (quietly, as a test user)."""
+    done = subprocess.run(
+        ["git", "-C", str(folder), "-c", "user.name=Test", "-c", "user.email=t@example.com", *args],
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=30,
+    )
+    return done.stdout
+
+
 @pytest.fixture
-async def drive(tmp_path: Path) -> AsyncIterator[Callable[..., Any]]:
-    """``await drive(argv, env=..., grace=0.0, **config)``: a started ``BackgroundDriver``
-    running ``cli_agent`` with that command in ``tmp_path/work`` (closed after the test);
-    ``config`` goes to ``AgentConfig`` (``max_output_lines=`` ...)."""
+def work(tmp_path: Path) -> Path:
+    """The agent's folder: a git repository without changes (nothing to warn about)."""
+    folder = tmp_path / "work"
+    folder.mkdir()
+    git(folder, "init", "-q")
+    return folder
+
+
+@pytest.fixture
+async def drive(work: Path) -> AsyncIterator[Callable[..., Any]]:
+    """``await drive(argv, env=..., grace=0.0, cwd=None, **config)``: a started
+    ``BackgroundDriver`` running ``cli_agent`` with that command in ``cwd`` (default:
+    ``work``), closed after the test;
+    ``config`` goes to ``AgentConfig`` (``max_output_lines=`` ...). ``env`` is set for
+    the agent, without backline's own variables (which it never gets)."""
     made: list[BackgroundDriver] = []
-    work = tmp_path / "work"
-    work.mkdir()
 
     async def make(
         argv: tuple[str, ...] | None,
         *,
         env: dict[str, str] | None = None,
         grace: float = 0.0,
+        cwd: Path | None = None,
         **options: Any,
     ) -> BackgroundDriver:
-        config = AgentConfig(argv=argv, cwd=work, env=env or {}, **options)
+        own = {k: v for k, v in (env or {}).items() if not k.startswith("BACKLINE_")}
+        config = AgentConfig(argv=argv, cwd=cwd or work, env=own, **options)
         definition = cli_agent_background(config, interrupt_grace=grace)
         driver = BackgroundDriver(definition, timeout=WAIT, user_away_timeout=None)
         await driver.__aenter__()
@@ -73,3 +97,8 @@ def state(driver: BackgroundDriver) -> dict[str, Any]:
     value = driver.result().state
     assert isinstance(value, dict), value
     return value
+
+
+def cmdline(pid: int) -> str:
+    """What every local user reads of process ``pid``'s command line."""
+    return Path(f"/proc/{pid}/cmdline").read_bytes().decode()

@@ -13,7 +13,7 @@ import pytest
 
 from backline.testing import fake_anthropic as fa
 from tests.mcp.claude_cli import CLI, cli_env, requires_cli
-from tests.plugins.cli_agent.conftest import WAIT, state
+from tests.plugins.cli_agent.conftest import WAIT, cmdline, state
 
 pytestmark = [requires_cli, pytest.mark.timeout(180)]
 
@@ -64,11 +64,13 @@ async def test_a_correction_interrupts_the_turn_and_runs_next_in_the_same_proces
         await driver.say("Reformat the file.")
         await coder_requests(server, 1)
         pid = state(driver)["process"]["pid"]
+        command_line = cmdline(pid)  # readable by every local user
 
         await driver.say("Use tabs instead.")  # past the grace window: interrupts
         await driver.wait_for_state(lambda s: s["last_task"] == "Use tabs instead.", timeout=WAIT)
         second = (await coder_requests(server, 2))[1]
 
+    assert "Reformat the file." not in command_line  # the task went to its stdin
     assert "[Request interrupted by user]" in str(second.messages)
     assert second.last_user_text.endswith("Use tabs instead.")
     assert state(driver)["process"]["pid"] == pid  # the same conversation
@@ -127,3 +129,43 @@ async def test_a_voice_channel_claude_code_cannot_connect_to_is_said_in_words(
         .startswith("Claude Code could not connect to backline's voice tools")
     )
     assert "Done without it." in driver.result().silent
+
+
+async def test_claude_not_on_path_runs_the_cli_bundled_in_claude_agent_sdk(
+    drive: Any, tmp_path: Path
+) -> None:
+    """Issue 26, item 5: ``--agent-cmd "claude -p"`` after a normal install."""
+    empty = tmp_path / "bin"
+    empty.mkdir()
+    with fa.FakeAnthropicServer.for_claude_code([fa.text("Done with the bundled one.")]) as server:
+        env = {**cli_env(server, tmp_path / "home"), "PATH": str(empty)}  # no claude on it
+        driver = await drive(("claude", "-p"), env=env)
+        found = await driver.wait_for_state(lambda s: s["program"] is not None)
+        await driver.say("Tidy the imports.")
+        await driver.wait_for_state(
+            lambda s: s["status"] == "idle, waiting for the next task", timeout=WAIT
+        )
+        await driver.wait_until_done()
+
+    assert found["program"] == "bundled with claude-agent-sdk"
+    assert found["program_path"] == str(CLI)
+    assert "Done with the bundled one." in driver.result().silent
+
+
+async def test_an_event_line_over_the_limit_stops_claude_code_and_fails_the_task(
+    drive: Any, tmp_path: Path
+) -> None:
+    """Issue 25, item 10, with Claude Code: its init event alone is over 2,000 bytes."""
+    with fa.FakeAnthropicServer.for_claude_code([fa.text("Never read.")]) as server:
+        driver = await drive(CLAUDE, env=cli_env(server, tmp_path / "home"), max_line_bytes=2000)
+        await driver.say("Fix the parser.")
+        final = await driver.wait_for_state(lambda s: s["error"] is not None, timeout=WAIT)
+        await driver.wait_until_done()
+
+    assert final["status"] == "the last task ended with an error"
+    assert "longer than 2,000 bytes" in final["error"]
+    assert final["process"]["state"] == "exited"
+    with pytest.raises(ProcessLookupError):
+        os.kill(final["process"]["pid"], 0)  # stopped (and reaped)
+    (spoken,) = driver.result().spoken
+    assert spoken.startswith("claude could not finish the task: one line of its output")

@@ -23,7 +23,7 @@ ENDPOINT = Endpoint("http://127.0.0.1:4321/mcp/key/cli_agent", "s3cr3t", "cli_ag
         (("claude", "-p"), "claude"),
         (("/usr/local/bin/claude",), "claude"),
         (("codex", "exec"), "codex"),
-        (("gemini", "-p"), "generic"),
+        (("gemini", "-p"), "gemini"),
         (("python", "agent.py"), "generic"),
     ],
 )
@@ -43,28 +43,30 @@ def test_claude_gets_stream_json_the_mcp_config_and_only_backline_allowed(tmp_pa
     assert "-p" in claude_launch(("claude",), None, "G.").argv  # stream-json needs print mode
 
 
-def test_codex_gets_the_server_as_config_overrides_and_the_token_in_the_environment() -> None:
+def test_codex_gets_the_server_in_config_overrides_and_the_token_and_task_out_of_argv() -> None:
     launch = task_launch("codex", ("codex", "exec"), "Do it.", ENDPOINT, None)
 
     assert launch.argv == [
         *("codex", "exec"),
         *("-c", 'mcp_servers.backline.url="http://127.0.0.1:4321/mcp/key/cli_agent"'),
         *("-c", 'mcp_servers.backline.bearer_token_env_var="BACKLINE_MCP_TOKEN"'),
-        "Do it.",
+        "-",  # codex exec reads its instructions from stdin
     ]
+    assert launch.stdin == "Do it."
     assert launch.env["BACKLINE_MCP_TOKEN"] == "s3cr3t"
     assert "s3cr3t" not in " ".join(launch.argv)
 
 
-def test_a_generic_agent_gets_the_prompt_last_or_in_place_and_the_server_in_the_environment(
+def test_a_generic_agent_gets_the_task_on_stdin_and_the_server_in_the_environment(
     tmp_path: Path,
 ) -> None:
     config_file = write_private(tmp_path / "mcp.json", mcp_config(ENDPOINT))
-    last = task_launch("generic", ("gemini", "-p"), "Do it.", ENDPOINT, config_file)
-    placed = task_launch("generic", ("agent", "--task", "{prompt}", "-v"), "Do it.", None, None)
+    generic = task_launch("generic", ("my-agent", "--quiet"), "Do it.", ENDPOINT, config_file)
+    gemini = task_launch("gemini", ("gemini", "-p"), "Do it.", ENDPOINT, config_file)
 
-    assert last.argv == ["gemini", "-p", "Do it."]
-    assert last.env == {
+    assert (generic.argv, generic.stdin) == (["my-agent", "--quiet"], "Do it.")
+    assert (gemini.argv, gemini.stdin) == (["gemini"], "Do it.")  # -p would take an argument
+    assert generic.env == {
         "BACKLINE_MCP_URL": ENDPOINT.url,
         "BACKLINE_MCP_TOKEN": "s3cr3t",
         "BACKLINE_BACKGROUND": "cli_agent",
@@ -76,8 +78,24 @@ def test_a_generic_agent_gets_the_prompt_last_or_in_place_and_the_server_in_the_
         "headers": {"Authorization": "Bearer s3cr3t"},
     }
     assert config_file.stat().st_mode & 0o777 == 0o600
-    assert placed.argv == ["agent", "--task", "Do it.", "-v"]
-    assert placed.env == {}
+
+
+def test_placeholders_put_the_task_in_a_private_file_or_on_the_command_line(
+    tmp_path: Path,
+) -> None:
+    in_file = task_launch(
+        "generic", ("aider", "--message-file", "{prompt_file}"), "Do it.", None, None,
+        tmp_path / "task-1.txt",
+    )  # fmt: skip
+    as_argument = task_launch(
+        "generic", ("agent", "--task", "{prompt}", "-v"), "Do it.", None, None
+    )
+
+    assert in_file.argv == ["aider", "--message-file", str(tmp_path / "task-1.txt")]
+    assert in_file.prompt_file == (tmp_path / "task-1.txt", "Do it.")
+    assert in_file.stdin is None
+    assert as_argument.argv == ["agent", "--task", "Do it.", "-v"]
+    assert as_argument.stdin is None and as_argument.env == {}
 
 
 def test_the_command_is_read_from_the_environment_like_a_shell_would(tmp_path: Path) -> None:
@@ -121,13 +139,17 @@ def test_a_bad_bound_is_refused(tmp_path: Path, field: str, value: int) -> None:
         AgentConfig(cwd=tmp_path, **{field: value})
 
 
-def test_the_plugin_registers_the_background_and_the_agent_cmd_option() -> None:
+def test_the_plugin_registers_the_background_and_its_options() -> None:
     manager = PluginManager.from_environment({"BACKLINE_PLUGINS": "cli_agent"}).load()
 
     info = manager.plugin("cli_agent")
     assert info.status == "loaded" and info.distribution == "backline-cli-agent"
     assert [d.id for d in manager.background_definitions()] == ["cli_agent"]
-    assert [o.flag for o in manager.options()] == ["--agent-cmd"]
+    assert [o.flag for o in manager.options()] == [
+        "--agent-cmd",
+        "--agent-env",
+        "--agent-require-clean",
+    ]
 
 
 def test_every_front_end_shows_agent_cmd(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -135,3 +157,5 @@ def test_every_front_end_shows_agent_cmd(monkeypatch: pytest.MonkeyPatch) -> Non
     for command in ("console", "web"):
         result = CliRunner().invoke(make_cli(), [command, "--help"])
         assert "--agent-cmd COMMAND" in result.output, command
+        assert "--agent-env NAME" in result.output, command
+        assert "--agent-require-clean" in result.output, command

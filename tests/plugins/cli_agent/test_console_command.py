@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import subprocess
 import sys
 from pathlib import Path
 from typing import Any
@@ -18,6 +19,7 @@ from backline_cli_agent import AGENT_GUIDANCE
 from backline.app import DEFAULT_INSTRUCTIONS
 from backline.testing import fake_anthropic as fa
 from tests.mcp.claude_cli import CLI, cli_env, requires_cli
+from tests.plugins.cli_agent.conftest import FAKE_AGENT
 
 BACKLINE = shutil.which("backline", path=str(Path(sys.executable).parent)) or "backline"
 MARKER = AGENT_GUIDANCE.splitlines()[0][:50]
@@ -51,13 +53,26 @@ def responder(coder: list[fa.AnthropicResponse]) -> Any:
     return respond
 
 
+def path_without_claude() -> str:
+    """The test's PATH without any folder that has a ``claude``."""
+    folders = os.environ["PATH"].split(os.pathsep)
+    return os.pathsep.join(f for f in folders if f and not (Path(f) / "claude").exists())
+
+
 @requires_cli
 @pytest.mark.timeout(180)
-def test_backline_console_runs_claude_code_through_the_voice_channel(tmp_path: Path) -> None:
+@pytest.mark.parametrize("claude_on_path", [True, False], ids=["on-path", "bundled"])
+def test_backline_console_runs_claude_code_through_the_voice_channel(
+    tmp_path: Path, claude_on_path: bool
+) -> None:
+    """With ``claude`` on PATH, as for a user who installed Claude Code; and without it,
+    as after a normal install (issue 26, item 5): the CLI bundled in claude-agent-sdk."""
     repo, home, bin_dir, runtime = (tmp_path / d for d in ("repo", "home", "bin", "runtime"))
     for directory in (repo, home, bin_dir):
         directory.mkdir()
-    (bin_dir / "claude").symlink_to(CLI)  # "claude -p" is found on PATH, as for a user
+    subprocess.run(["git", "init", "-q", str(repo)], check=True, timeout=30)
+    if claude_on_path:
+        (bin_dir / "claude").symlink_to(CLI)  # "claude -p" is found on PATH, as for a user
     coder = [
         fa.tool_calls(("mcp__backline__send_to_user", {"message": "The parser is fixed."})),
         fa.text("Done."),
@@ -65,7 +80,7 @@ def test_backline_console_runs_claude_code_through_the_voice_channel(tmp_path: P
     with fa.FakeAnthropicServer(responder(coder), side=claude_side_request) as server:
         env = {
             **cli_env(server, home),
-            "PATH": f"{bin_dir}{os.pathsep}{os.environ['PATH']}",
+            "PATH": f"{bin_dir}{os.pathsep}{path_without_claude()}",
             "BACKLINE_PLUGINS": "cli_agent,anthropic",
             "BACKLINE_RUNTIME_DIR": str(runtime),
         }
@@ -79,7 +94,8 @@ def test_backline_console_runs_claude_code_through_the_voice_channel(tmp_path: P
         )
         try:
             child.expect(r"background sessions: cli_agent")
-            child.expect(r"\[cli_agent\] idle, waiting for a task")
+            source = "from PATH" if claude_on_path else "bundled"  # the line is cut at 70
+            child.expect(rf"\[cli_agent\] idle, waiting for a task .*program {source}")
             child.sendline("cc: fix the parser")
             child.expect("agent: I passed that on.")
             child.expect(r"agent \(update\): Update: The parser is fixed.")
@@ -101,3 +117,49 @@ def test_backline_console_runs_claude_code_through_the_voice_channel(tmp_path: P
     # The voice agent got cli_agent's guidance.
     voice = next(r for r in server.scripted_requests if MARKER not in r.system)
     assert "background session `cli_agent`" in voice.system
+
+
+@pytest.mark.timeout(120)
+def test_agent_env_adds_a_variable_and_nothing_else_of_backlines_environment_passes(
+    tmp_path: Path,
+) -> None:
+    """Issue 25, item 8, as a user runs it: ``--agent-env NAME`` (repeatable)."""
+    repo, runtime = tmp_path / "repo", tmp_path / "runtime"
+    repo.mkdir()
+    subprocess.run(["git", "init", "-q", str(repo)], check=True, timeout=30)
+    agent = f"{sys.executable} {FAKE_AGENT}"
+    names = "MY_TOOL_TOKEN MY_OTHER AWS_SECRET_ACCESS_KEY BACKLINE_WEB_TOKEN"
+    with fa.FakeAnthropicServer(responder([])) as server:
+        env = {
+            **os.environ,
+            "ANTHROPIC_BASE_URL": server.url,
+            "ANTHROPIC_API_KEY": "sk-ant-fake-key",
+            "BACKLINE_PLUGINS": "cli_agent,anthropic",
+            "BACKLINE_RUNTIME_DIR": str(runtime),
+            "BACKLINE_WEB_TOKEN": "web-token",
+            "AWS_SECRET_ACCESS_KEY": "aws-secret",
+            "MY_TOOL_TOKEN": "one",
+            "MY_OTHER": "two",
+        }
+        child = pexpect.spawn(
+            BACKLINE,
+            [
+                *("console", "--background", "cli_agent", "--agent-cmd", agent, "--plain"),
+                *("--agent-env", "MY_TOOL_TOKEN", "--agent-env", "MY_OTHER"),
+            ],
+            cwd=str(repo),
+            env=env,
+            encoding="utf-8",
+            timeout=60,
+        )
+        try:
+            child.expect(r"\[cli_agent\] idle, waiting for a task")
+            child.sendline(f"cc: envcheck: {names}")
+            child.expect(r"agent \(update\): Update: python\S* finished: (.*)\r\n")
+            heard = child.match.group(1)
+            child.sendline("/quit")
+            child.expect(pexpect.EOF)
+        finally:
+            child.close(force=True)
+
+    assert heard == "has MY_TOOL_TOKEN MY_OTHER; lacks AWS_SECRET_ACCESS_KEY BACKLINE_WEB_TOKEN"
