@@ -5,6 +5,7 @@ from __future__ import annotations
 import io
 import json
 import os
+import re
 import shutil
 import sqlite3
 import subprocess
@@ -49,12 +50,32 @@ async def test_logs_lists_latest_first_and_filters() -> None:
     newest, oldest = await two_conversations()
     listed = logs()
     assert listed.exit_code == 0, listed.output
-    lines = listed.output.splitlines()
+    header, *lines = listed.output.splitlines()
+    assert re.split(r"\s{2,}", header) == [
+        "ID",
+        "STARTED",
+        "LENGTH",
+        "FRONT END",
+        "LLM",
+        "BACKGROUNDS",
+        "TURNS",
+        "FIRST WORDS",
+    ]
     assert [line.split()[0] for line in lines] == [newest, oldest]
-    assert "web  scripted  -  2 turns" in lines[0] and '"say hello in French"' in lines[0]
-    assert "console  scripted  coder  3 turns" in lines[1]
-    assert [ln.split()[0] for ln in logs("-n", "1").output.splitlines()] == [newest]
-    assert [ln.split()[0] for ln in logs("--background", "coder").output.splitlines()] == [oldest]
+    # Each value starts under its column's name (TURNS is right-aligned: it ends there).
+    for column, value, line in (
+        ("FRONT END", "web", lines[0]),
+        ("LLM", "scripted", lines[0]),
+        ("BACKGROUNDS", "-", lines[0]),
+        ("FIRST WORDS", '"say hello in French"', lines[0]),
+        ("BACKGROUNDS", "coder", lines[1]),
+    ):
+        assert line.index(value, header.index(column)) == header.index(column), (column, line)
+    turns_end = header.index("TURNS") + len("TURNS")
+    assert [line[turns_end - 1] for line in lines] == ["2", "3"]
+    assert [ln.split()[0] for ln in logs("-n", "1").output.splitlines()[1:]] == [newest]
+    coder = logs("--background", "coder").output.splitlines()[1:]
+    assert [ln.split()[0] for ln in coder] == [oldest]
     assert logs("--background", "nobody").output == "No conversations logged with nobody.\n"
     (entry, _) = json.loads(logs("--json").output)
     assert entry["id"] == newest and entry["front_end"] == "web" and entry["turns"] == 2

@@ -24,6 +24,7 @@ from backline.logs import (
     attach_log,
     retention_days,
 )
+from backline.logs._query import find_session, list_sessions, open_log
 from backline.testing import ScriptedLLM, text, tool_calls
 
 WAIT = 10.0  # bounds a hang only
@@ -310,6 +311,43 @@ async def test_a_log_locked_at_open_is_reported(db: Path, caplog: pytest.LogCapt
     finally:
         holder.execute("ROLLBACK")
         holder.close()
+
+
+# -- a conversation in which nothing was said ---------------------------------------------------
+
+
+async def test_a_conversation_with_nothing_said_leaves_no_row(
+    conv_log: ConversationLog, db: Path
+) -> None:
+    session: Session[Any] = Session(ScriptedLLM(["ok"]))
+    recorder = attach_log(session, conv_log)
+    async with session:
+        await session.start(Front())  # started and closed: nothing said
+        assert recorder.session_id is not None  # its row was open meanwhile
+    async with session:  # restarted: this time something is said
+        await session.start(Front())
+        await session.run(user_input="hello")
+    assert conv_log.flush(WAIT)
+    ((sid,),) = rows(db, "SELECT id FROM sessions")
+    assert rows(db, "SELECT count(*) FROM state_changes WHERE session_id != ?", sid) == [(0,)]
+    assert rows(db, "SELECT speaker FROM turns") == [("user",), ("agent",)]
+
+
+def test_a_conversation_with_no_turn_is_neither_listed_nor_shown(db: Path) -> None:
+    log = ConversationLog(db)
+    insert = "INSERT INTO sessions (id, started_at) VALUES (?, ?)"
+    log.submit((insert, ("spoken", 1.0)))
+    turn = "INSERT INTO turns (session_id, at, speaker, text) VALUES (?, ?, 'user', 'hi')"
+    log.submit((turn, ("spoken", 1.0)))
+    log.submit((insert, ("silent", 2.0)))  # newer: running, or left by a killed process
+    assert log.close(WAIT)
+    conn = open_log(db)
+    try:
+        assert [s["id"] for s in list_sessions(conn, limit=10)] == ["spoken"]
+        assert find_session(conn, None) == "spoken"  # `backline logs show`
+        assert find_session(conn, "sil") == "silent"  # named: still found
+    finally:
+        conn.close()
 
 
 def test_a_lock_taken_while_writing_loses_one_batch_only(

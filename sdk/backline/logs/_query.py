@@ -42,11 +42,18 @@ def _with_background(background: str | None, column: str) -> tuple[str, tuple[An
     )
 
 
+_SAID = " AND EXISTS (SELECT 1 FROM turns t WHERE t.session_id = {column})"
+"""Only conversations in which something was said: one still running before anyone
+spoke, or one a killed process left before anyone did, is not listed."""
+
+
 def list_sessions(
     conn: sqlite3.Connection, *, limit: int, background: str | None = None
 ) -> list[dict[str, Any]]:
-    """The latest ``limit`` conversations (optionally: that ran ``background``), newest first."""
+    """The latest ``limit`` conversations in which something was said (optionally: that
+    ran ``background``), newest first."""
     where, params = _with_background(background, "s.id")
+    where += _SAID.format(column="s.id")
     rows = conn.execute(
         f"""
         SELECT s.*,
@@ -112,9 +119,12 @@ def _search_like(
 
 def find_session(conn: sqlite3.Connection, ref: str | None) -> str:
     """The id of the conversation ``ref`` names: an id or a unique prefix of one;
-    ``None`` or ``latest``: the newest."""
+    ``None`` or ``latest``: the newest in which something was said."""
     if ref is None or ref == "latest":
-        row = conn.execute("SELECT id FROM sessions ORDER BY started_at DESC LIMIT 1").fetchone()
+        said = _SAID.format(column="s.id")
+        row = conn.execute(
+            f"SELECT id FROM sessions s WHERE 1 = 1{said} ORDER BY started_at DESC LIMIT 1"
+        ).fetchone()
         if row is None:
             raise LogError("No conversations logged yet.")
         return str(row["id"])

@@ -49,8 +49,9 @@ class SessionRecorder:
 
     ``meta``: what the session row says (``front_end``, ``llm``, ``model``, ``agent``,
     ``backgrounds``). A row is opened at the first event (a session built but never
-    started leaves none) and closed at the ``close`` event; a restarted session gets a
-    new row. ``session_id`` is the current row's id.
+    started leaves none) and closed at the ``close`` event; a conversation in which
+    nothing was said (no turn) is removed then. A restarted session gets a new row.
+    ``session_id`` is the current row's id.
     """
 
     def __init__(self, session: Session[Any], log: ConversationLog, **meta: Any) -> None:
@@ -60,6 +61,7 @@ class SessionRecorder:
         self._limit = log.limits.log_text_chars
         self.session_id: str | None = None
         self._dropped = 0
+        self._turns = 0  # said in the current row
         self._reported = False
         self._handlers: dict[str, Callable[[Any], None]] = {
             "ConversationItemAdded": self._item,
@@ -106,6 +108,7 @@ class SessionRecorder:
         from .._version import __version__
 
         self.session_id = sid = uuid.uuid4().hex[:12]
+        self._turns = 0
         meta = self._meta
         llm_name, model = llm_label(self._session.llm)
         self._put(
@@ -137,6 +140,7 @@ class SessionRecorder:
         item, sid = event.item, self.session_id
         if isinstance(item, ChatMessage):
             if item.role == "user" and "background_id" not in item.extra:
+                self._turns += 1
                 self._put(
                     _schema.INSERT_TURN,
                     sid,
@@ -148,6 +152,7 @@ class SessionRecorder:
                     item.id,
                 )
             elif item.role == "assistant":
+                self._turns += 1
                 self._put(
                     _schema.INSERT_TURN,
                     sid,
@@ -285,6 +290,11 @@ class SessionRecorder:
         )
 
     def _close(self, event: Any) -> None:
-        self._put(_schema.END_SESSION, time.time(), event.reason, self._dropped, self.session_id)
+        if self._turns:
+            self._put(
+                _schema.END_SESSION, time.time(), event.reason, self._dropped, self.session_id
+            )
+        else:  # nothing was said: not a conversation to keep
+            self._put(_schema.DELETE_SESSION, self.session_id)
         self.session_id = None  # a restart opens a new row
         self._dropped = 0
