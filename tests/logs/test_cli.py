@@ -234,3 +234,38 @@ def test_the_console_says_once_that_a_damaged_log_is_not_written() -> None:
     assert child.exitstatus == 0  # the conversation went on
     said = out.getvalue()
     assert said.count("This conversation is not being logged: the conversation log") == 1, said
+
+
+@pytest.mark.timeout(90)
+def test_the_console_shows_a_locked_log_during_a_one_turn_conversation() -> None:
+    first = ConversationLog(default_path())
+    first.start()
+    assert first.close(WAIT)  # the log exists, migrated
+    holder = sqlite3.connect(default_path(), isolation_level=None)
+    holder.execute("BEGIN EXCLUSIVE")  # another program holds it
+    out = io.StringIO()
+    try:
+        with fa.FakeAnthropicServer(["Hi! How can I help?"]) as server:
+            child = pexpect.spawn(
+                BACKLINE,
+                ["console", "--plain"],
+                env=console_env(server, BACKLINE_LOG="1"),
+                encoding="utf-8",
+                timeout=30,
+            )
+            child.logfile_read = out
+            try:
+                child.expect("backline console")
+                child.sendline("hello there")
+                child.expect("agent: Hi! How can I help?")
+                # Nothing more is said: the console shows it anyway, before the user leaves.
+                child.expect("This conversation may not be logged: the conversation log")
+                child.sendline("/quit")
+                child.expect(pexpect.EOF)
+            finally:
+                child.close(force=True)
+    finally:
+        holder.execute("ROLLBACK")
+        holder.close()
+    assert child.exitstatus == 0  # the conversation went on
+    assert "is locked by another process" in out.getvalue()

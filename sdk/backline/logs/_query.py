@@ -7,8 +7,8 @@ from pathlib import Path
 from typing import Any
 
 from ..limits import DEFAULT_LIMITS
-from . import _schema
-from ._store import connect, explain
+from . import _files, _schema
+from ._store import connect, data_dir, explain
 
 
 class LogError(Exception):
@@ -20,8 +20,9 @@ def open_log(path: Path) -> sqlite3.Connection:
     if not path.exists():
         raise LogError(f"No conversations logged yet ({path} does not exist).")
     try:
+        _files.prepare(path, own_folder=data_dir(), create=False)  # before SQLite adds -shm
         conn = connect(path, DEFAULT_LIMITS.log_busy_timeout)
-    except sqlite3.Error as e:
+    except (sqlite3.Error, OSError) as e:
         raise LogError(explain(e, path)) from None
     try:
         _schema.migrate(conn)
