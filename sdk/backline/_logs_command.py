@@ -34,7 +34,8 @@ def _fail(error: Exception) -> click.ClickException:
 def logs_group(
     ctx: click.Context, count: int, as_json: bool, background: str | None, search: str | None
 ) -> None:
-    """The conversation log: every conversation a front end ran, latest first.
+    """The conversation log: every conversation a front end ran (in which something
+    was said), latest first.
 
     `backline logs show ID` prints one conversation; `--no-log` or BACKLINE_LOG=0
     turns logging off; BACKLINE_LOG_RETENTION_DAYS (default 30) bounds its age.
@@ -66,7 +67,7 @@ def logs_group(
     elif not sessions:
         click.echo("No conversations logged" + (f" with {background}." if background else "."))
     else:
-        click.echo("\n".join(_format_session(s) for s in sessions))
+        click.echo(_format_sessions(sessions))
 
 
 @logs_group.command("show")
@@ -111,19 +112,37 @@ def _short(text: str | None, width: int) -> str:
     return flat if len(flat) <= width else flat[: width - 1] + "…"
 
 
-def _format_session(s: dict[str, Any]) -> str:
+_COLUMNS = ("ID", "STARTED", "LENGTH", "FRONT END", "LLM", "BACKGROUNDS", "TURNS", "FIRST WORDS")
+_RIGHT = {"TURNS"}
+
+
+def _session_cells(s: dict[str, Any]) -> list[str]:
     llm = s["llm"] + (f" {s['model']}" if s.get("model") else "")
-    parts = [
+    first = f'"{_short(s["first_words"], 50)}"' if s.get("first_words") else ""
+    return [
         s["id"],
         _when(s["started_at"]),
         _duration(s["duration"]),
         s.get("front_end") or "-",
         llm,
         ",".join(s["backgrounds"]) or "-",
-        f"{s['turns']} turns",
+        str(s["turns"]),
+        first,
     ]
-    first = f'  "{_short(s["first_words"], 50)}"' if s.get("first_words") else ""
-    return "  ".join(parts) + first
+
+
+def _format_sessions(sessions: list[dict[str, Any]]) -> str:
+    """A table with a header line; the last column (the first words) is not padded."""
+    table = [list(_COLUMNS), *(_session_cells(s) for s in sessions)]
+    widths = [max(len(row[i]) for row in table) for i in range(len(_COLUMNS) - 1)]
+    lines = []
+    for row in table:
+        cells = [
+            cell.rjust(width) if name in _RIGHT else cell.ljust(width)
+            for name, cell, width in zip(_COLUMNS, row, widths, strict=False)
+        ]
+        lines.append(("  ".join(cells) + "  " + row[-1]).rstrip())
+    return "\n".join(lines)
 
 
 def _format_hits(hits: list[dict[str, Any]]) -> str:

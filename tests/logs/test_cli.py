@@ -5,6 +5,7 @@ from __future__ import annotations
 import io
 import json
 import os
+import re
 import shutil
 import sqlite3
 import subprocess
@@ -49,12 +50,32 @@ async def test_logs_lists_latest_first_and_filters() -> None:
     newest, oldest = await two_conversations()
     listed = logs()
     assert listed.exit_code == 0, listed.output
-    lines = listed.output.splitlines()
+    header, *lines = listed.output.splitlines()
+    assert re.split(r"\s{2,}", header) == [
+        "ID",
+        "STARTED",
+        "LENGTH",
+        "FRONT END",
+        "LLM",
+        "BACKGROUNDS",
+        "TURNS",
+        "FIRST WORDS",
+    ]
     assert [line.split()[0] for line in lines] == [newest, oldest]
-    assert "web  scripted  -  2 turns" in lines[0] and '"say hello in French"' in lines[0]
-    assert "console  scripted  coder  3 turns" in lines[1]
-    assert [ln.split()[0] for ln in logs("-n", "1").output.splitlines()] == [newest]
-    assert [ln.split()[0] for ln in logs("--background", "coder").output.splitlines()] == [oldest]
+    # Each value starts under its column's name (TURNS is right-aligned: it ends there).
+    for column, value, line in (
+        ("FRONT END", "web", lines[0]),
+        ("LLM", "scripted", lines[0]),
+        ("BACKGROUNDS", "-", lines[0]),
+        ("FIRST WORDS", '"say hello in French"', lines[0]),
+        ("BACKGROUNDS", "coder", lines[1]),
+    ):
+        assert line.index(value, header.index(column)) == header.index(column), (column, line)
+    turns_end = header.index("TURNS") + len("TURNS")
+    assert [line[turns_end - 1] for line in lines] == ["2", "3"]
+    assert [ln.split()[0] for ln in logs("-n", "1").output.splitlines()[1:]] == [newest]
+    coder = logs("--background", "coder").output.splitlines()[1:]
+    assert [ln.split()[0] for ln in coder] == [oldest]
     assert logs("--background", "nobody").output == "No conversations logged with nobody.\n"
     (entry, _) = json.loads(logs("--json").output)
     assert entry["id"] == newest and entry["front_end"] == "web" and entry["turns"] == 2
@@ -213,3 +234,38 @@ def test_the_console_says_once_that_a_damaged_log_is_not_written() -> None:
     assert child.exitstatus == 0  # the conversation went on
     said = out.getvalue()
     assert said.count("This conversation is not being logged: the conversation log") == 1, said
+
+
+@pytest.mark.timeout(90)
+def test_the_console_shows_a_locked_log_during_a_one_turn_conversation() -> None:
+    first = ConversationLog(default_path())
+    first.start()
+    assert first.close(WAIT)  # the log exists, migrated
+    holder = sqlite3.connect(default_path(), isolation_level=None)
+    holder.execute("BEGIN EXCLUSIVE")  # another program holds it
+    out = io.StringIO()
+    try:
+        with fa.FakeAnthropicServer(["Hi! How can I help?"]) as server:
+            child = pexpect.spawn(
+                BACKLINE,
+                ["console", "--plain"],
+                env=console_env(server, BACKLINE_LOG="1"),
+                encoding="utf-8",
+                timeout=30,
+            )
+            child.logfile_read = out
+            try:
+                child.expect("backline console")
+                child.sendline("hello there")
+                child.expect("agent: Hi! How can I help?")
+                # Nothing more is said: the console shows it anyway, before the user leaves.
+                child.expect("This conversation may not be logged: the conversation log")
+                child.sendline("/quit")
+                child.expect(pexpect.EOF)
+            finally:
+                child.close(force=True)
+    finally:
+        holder.execute("ROLLBACK")
+        holder.close()
+    assert child.exitstatus == 0  # the conversation went on
+    assert "is locked by another process" in out.getvalue()

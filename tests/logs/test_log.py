@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
 import sqlite3
+import stat
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -22,8 +24,11 @@ from backline.logs import (
     ConversationLogError,
     _store,
     attach_log,
+    data_dir,
+    default_path,
     retention_days,
 )
+from backline.logs._query import find_session, list_sessions, open_log
 from backline.testing import ScriptedLLM, text, tool_calls
 
 WAIT = 10.0  # bounds a hang only
@@ -310,6 +315,181 @@ async def test_a_log_locked_at_open_is_reported(db: Path, caplog: pytest.LogCapt
     finally:
         holder.execute("ROLLBACK")
         holder.close()
+
+
+def migrated(db: Path) -> None:
+    first = ConversationLog(db)
+    first.start()
+    assert first.close(WAIT)
+
+
+def errors_of(session: Session[Any]) -> tuple[list[Any], asyncio.Event]:
+    """The session's ``error`` events, and an event set at the first one."""
+    seen: list[Any] = []
+    first = asyncio.Event()
+
+    def on_error(event: Any) -> None:
+        seen.append(event)
+        first.set()
+
+    session.on("error", on_error)
+    return seen, first
+
+
+async def test_a_lock_is_shown_at_once_in_a_short_conversation(db: Path) -> None:
+    migrated(db)
+    holder = sqlite3.connect(db, isolation_level=None)
+    holder.execute("BEGIN EXCLUSIVE")  # another program holds the log
+    log = ConversationLog(db, limits=DEFAULT_LIMITS.with_(log_busy_timeout=60.0))
+    try:
+        async with Session(ScriptedLLM(["ok"])) as session:
+            errors, shown = errors_of(session)
+            attach_log(session, log)
+            await session.start(Front())
+            await session.run(user_input="hi")
+            # One turn, then nothing: no later event is needed for the report, and it
+            # does not wait for the lock's timeout (60 s).
+            await asyncio.wait_for(shown.wait(), WAIT)
+            holder.execute("ROLLBACK")  # released in time: nothing is lost
+    finally:
+        if holder.in_transaction:
+            holder.execute("ROLLBACK")
+        holder.close()
+    assert log.flush(WAIT) and log.error is None and log.trouble is None
+    ((source, recoverable, error),) = [(e.source, e.recoverable, e.error) for e in errors]
+    assert (source, recoverable) == ("log", True) and isinstance(error, ConversationLogError)
+    assert str(error).startswith("This conversation may not be logged: the conversation log")
+    assert "is locked by another process" in str(error) and "wait up to 60s" in str(error)
+    assert rows(db, "SELECT speaker, text FROM turns") == [("user", "hi"), ("agent", "ok")]
+    assert log.close(WAIT)
+
+
+async def test_an_unusable_log_is_shown_without_waiting_for_another_event(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    blocker = tmp_path / "a-file"
+    blocker.write_text("")  # the log's folder cannot be made: a file is in the way
+    log = ConversationLog(blocker / "conversations.db")
+    async with Session(ScriptedLLM([])) as session:
+        errors, shown = errors_of(session)
+        attach_log(session, log)
+        await session.start(Front())  # its first event starts the writer; nothing follows
+        await asyncio.wait_for(shown.wait(), WAIT)
+    ((error,),) = [(e.error,) for e in errors]
+    assert str(error) == log.error
+    assert "cannot use the conversation log" in str(error) and "use --no-log" in str(error)
+    assert "other users" not in caplog.text  # a file in the way is not a loose folder
+    assert log.close(WAIT)
+
+
+# -- the files are the user's alone -----------------------------------------------------------
+
+
+def mode(path: Path) -> int:
+    return stat.S_IMODE(path.stat().st_mode)
+
+
+def side_files(db: Path) -> list[Path]:
+    return [db.with_name(db.name + side) for side in ("-wal", "-shm")]
+
+
+def test_the_log_is_private_whatever_the_umask(db: Path) -> None:
+    previous = os.umask(0)  # everything would be world-writable
+    try:
+        log = ConversationLog(db)
+        assert log.submit(("INSERT INTO sessions (id, started_at) VALUES (?, ?)", ("s", 1.0)))
+        assert log.flush(WAIT)
+        assert all(p.exists() for p in side_files(db))  # open: WAL and its shared memory
+        assert mode(db.parent) == 0o700
+        assert [mode(p) for p in (db, *side_files(db))] == [0o600] * 3
+        assert log.close(WAIT)
+    finally:
+        os.umask(previous)
+
+
+def test_looser_files_in_backlines_folder_are_tightened(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    db = default_path()
+    migrated(db)
+    loose = (db.parent, db, db.with_name(db.name + "-wal"))
+    db.with_name(db.name + "-wal").write_bytes(b"")  # as an older backline left them
+    for path, wide in zip(loose, (0o755, 0o644, 0o666), strict=True):
+        os.chmod(path, wide)
+    with caplog.at_level(logging.WARNING, logger="backline.logs"):
+        log = ConversationLog(db)
+        log.start()
+        assert log.flush(WAIT) and log.error is None
+    assert db.parent == data_dir() and mode(db.parent) == 0o700
+    assert [mode(p) for p in (db, *side_files(db))] == [0o600] * 3
+    assert f"{db} could be read by other users (mode 644): it is now 0600" in caplog.text
+    assert "could be entered by other users (mode 755): it is now 0700" in caplog.text
+    assert log.close(WAIT)
+
+
+def test_backline_logs_tightens_what_it_reads(caplog: pytest.LogCaptureFixture) -> None:
+    db = default_path()
+    migrated(db)
+    os.chmod(db, 0o644)
+    with caplog.at_level(logging.WARNING, logger="backline.logs"):
+        conn = open_log(db)
+    try:
+        assert mode(db) == 0o600 and mode(db.with_name(db.name + "-shm")) == 0o600
+    finally:
+        conn.close()
+    assert "it is now 0600" in caplog.text
+
+
+def test_a_folder_of_ones_own_that_others_can_list_is_warned_about(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    folder = tmp_path / "shared"
+    folder.mkdir()
+    os.chmod(folder, 0o755)
+    with caplog.at_level(logging.WARNING, logger="backline.logs"):
+        log = ConversationLog(folder / "conversations.db")
+        log.start()
+        assert log.close(WAIT)
+    assert mode(folder) == 0o755  # not backline's folder: left as it is, and said
+    assert mode(folder / "conversations.db") == 0o600
+    assert f"run `chmod 700 {folder}`" in caplog.text
+
+
+# -- a conversation in which nothing was said ---------------------------------------------------
+
+
+async def test_a_conversation_with_nothing_said_leaves_no_row(
+    conv_log: ConversationLog, db: Path
+) -> None:
+    session: Session[Any] = Session(ScriptedLLM(["ok"]))
+    recorder = attach_log(session, conv_log)
+    async with session:
+        await session.start(Front())  # started and closed: nothing said
+        assert recorder.session_id is not None  # its row was open meanwhile
+    async with session:  # restarted: this time something is said
+        await session.start(Front())
+        await session.run(user_input="hello")
+    assert conv_log.flush(WAIT)
+    ((sid,),) = rows(db, "SELECT id FROM sessions")
+    assert rows(db, "SELECT count(*) FROM state_changes WHERE session_id != ?", sid) == [(0,)]
+    assert rows(db, "SELECT speaker FROM turns") == [("user",), ("agent",)]
+
+
+def test_a_conversation_with_no_turn_is_neither_listed_nor_shown(db: Path) -> None:
+    log = ConversationLog(db)
+    insert = "INSERT INTO sessions (id, started_at) VALUES (?, ?)"
+    log.submit((insert, ("spoken", 1.0)))
+    turn = "INSERT INTO turns (session_id, at, speaker, text) VALUES (?, ?, 'user', 'hi')"
+    log.submit((turn, ("spoken", 1.0)))
+    log.submit((insert, ("silent", 2.0)))  # newer: running, or left by a killed process
+    assert log.close(WAIT)
+    conn = open_log(db)
+    try:
+        assert [s["id"] for s in list_sessions(conn, limit=10)] == ["spoken"]
+        assert find_session(conn, None) == "spoken"  # `backline logs show`
+        assert find_session(conn, "sil") == "silent"  # named: still found
+    finally:
+        conn.close()
 
 
 def test_a_lock_taken_while_writing_loses_one_batch_only(

@@ -26,7 +26,6 @@ from typing import Any
 from livekit.agents import AgentSession
 from livekit.agents.voice import SpeechHandle as LKSpeechHandle
 from livekit.agents.voice.events import (
-    AgentStateChangedEvent,
     CloseEvent,
     SpeechCreatedEvent,
     UserStateChangedEvent,
@@ -99,7 +98,8 @@ class LiveKitBridge:
         self._speeches: dict[str, SpeechHandle] = {}
         self._replies: deque[LKSpeechHandle] = deque()
         self._slot: TurnSlot | None = None
-        self._syncing = False
+        self._gate: _state.AgentStateGate | None = None
+        self._audio_ended = False  # LiveKit's audio stopped; backline's speech not yet
         # The bridge's close, shared by whoever asks for it (aclose(), LiveKit's session
         # ending); they await it and read how it ended.
         self._scope = TaskScope("livekit bridge", log_failures=False)
@@ -131,8 +131,8 @@ class LiveKitBridge:
         if self.lk is not None:
             raise RuntimeError("the bridge has already started")
         self.lk = lk_session
+        self._gate = _state.AgentStateGate(lk_session, self._livekit_agent_state)
         lk_session.on("speech_created", self._on_lk_speech_created)
-        lk_session.on("agent_state_changed", self._on_lk_agent_state)
         lk_session.on("user_state_changed", self._on_lk_user_state)
         lk_session.on("error", self._on_lk_error)
         lk_session.on("close", self._on_lk_close)
@@ -177,6 +177,8 @@ class LiveKitBridge:
             if self._slot is not None:
                 self._slot.give(None)
                 self._slot = None
+            if self._gate is not None:
+                self._gate.remove()  # closing: LiveKit's own states again
             lk = self.lk
             if lk is not None:
                 try:
@@ -267,23 +269,36 @@ class LiveKitBridge:
             self._slot = None
         self._sync_agent_state()
 
-    def _on_lk_agent_state(self, ev: AgentStateChangedEvent) -> None:
-        self._sync_agent_state()
+    def _livekit_agent_state(self, proposed: _state.AgentState) -> _state.AgentState | None:
+        """What LiveKit shows when it sets its agent state on its own: its *speaking*
+        (audio plays), else backline's state. When LiveKit's audio ends before backline
+        has heard that its speech ended (a moment later, when the playout is reported),
+        LiveKit stays *speaking* until backline settles, and then changes once."""
+        if proposed == "speaking":
+            self._audio_ended = False
+        if proposed not in ("listening", "thinking") or self._close_task is not None:
+            return proposed
+        lk, backline = self.lk, self.session.agent_state
+        if backline == "speaking" and lk is not None and lk.agent_state == "speaking":
+            self._audio_ended = True
+            return None
+        return _LK_STATE.get(backline, proposed)
 
     def _sync_agent_state(self) -> None:
         """LiveKit shows backline's thinking/listening whenever no audio plays."""
-        lk = self.lk
-        if lk is None or self._syncing or self._close_task is not None:
+        lk, gate = self.lk, self._gate
+        if lk is None or gate is None or self._close_task is not None:
             return
         want = _LK_STATE.get(self.session.agent_state)
         have = lk.agent_state
-        if want is None or want == have or have not in ("listening", "thinking"):
+        if want is None or want == have:
             return
-        self._syncing = True
-        try:
-            _state.set_agent_state(lk, want)
-        finally:
-            self._syncing = False
+        if have == "speaking" and not self._audio_ended:
+            return  # LiveKit's audio plays: its "speaking" stands
+        if have not in ("listening", "thinking", "speaking"):
+            return  # initializing: LiveKit's own start
+        self._audio_ended = False
+        gate.set(want)
 
     def _on_lk_user_state(self, ev: UserStateChangedEvent) -> None:
         if ev.new_state == "speaking":

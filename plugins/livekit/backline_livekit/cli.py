@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 import socket
+import sys
 from typing import Any
 from urllib.parse import urlparse
 
@@ -85,11 +86,15 @@ def check_session(ctx: click.Context, options: SessionOptions) -> None:
 
 
 def check_speech(stt: str | None, tts: str | None, vad: str | None) -> None:
-    from .providers import ProviderError, make_stt, make_tts, make_vad
+    """Build the speech providers once, so a wrong name or a missing key fails now:
+    a name is a usage error, a missing key one line saying what to set."""
+    from .providers import MissingCredentials, ProviderError, make_stt, make_tts, make_vad
 
     for flag, make, spec in (("--stt", make_stt, stt), ("--tts", make_tts, tts)):
         try:
             make(spec)
+        except MissingCredentials as e:
+            raise click.ClickException(str(e)) from None
         except ProviderError as e:
             raise click.BadParameter(str(e), param_hint=f"'{flag}'") from None
     try:
@@ -135,16 +140,48 @@ def _export_config(options: SessionOptions, **extra: Any) -> Any:
     return config
 
 
-def _check_console_audio(text: bool) -> None:
-    if text:
-        return
+def check_console_audio(input_device: str | None, output_device: str | None) -> None:
+    """Fail in one line, before LiveKit starts, without PortAudio or without a
+    microphone and a speaker (the ones chosen, else the system's defaults)."""
     try:
-        import sounddevice  # type: ignore[import-untyped]  # noqa: F401
-    except OSError as e:
+        import sounddevice as sd  # type: ignore[import-untyped]
+    except (OSError, ImportError) as e:
         raise click.ClickException(
             f"the console needs PortAudio for the microphone and speaker ({e}): install it "
             "(apt-get install libportaudio2, or brew install portaudio), or use --text."
         ) from None
+    for kind, device, flag in (
+        ("input", input_device, "--input-device"),
+        ("output", output_device, "--output-device"),
+    ):
+        try:
+            sd.query_devices(_device(device), kind=kind)
+        except Exception as e:  # PortAudioError, ValueError: no such device, no default
+            what = "microphone" if kind == "input" else "speaker"
+            named = f" {device!r}" if device else ""
+            raise click.ClickException(
+                f"no {what}{named} found ({' '.join(str(e).split())}): connect one, choose "
+                f"one with {flag} (an ID or part of its name), or use --text."
+            ) from None
+
+
+def _device(device: str | None) -> int | str | None:
+    return int(device) if device is not None and device.isdigit() else device
+
+
+def check_text_console(ctx: click.Context) -> None:
+    """Text mode uses no audio and needs a terminal (LiveKit's prompt reads keys)."""
+    for name in ("stt", "tts", "vad", "input_device", "output_device"):
+        if ctx.get_parameter_source(name) is click.core.ParameterSource.COMMANDLINE:
+            flag = "--" + name.replace("_", "-")
+            raise click.UsageError(
+                f"{flag} has no use with --text (text mode has no audio): leave out one of them."
+            )
+    if not sys.stdin.isatty():
+        raise click.ClickException(
+            "the LiveKit console needs a terminal to type in (for piped input, use "
+            "`backline console`)."
+        )
 
 
 @click.group("livekit")
@@ -169,20 +206,34 @@ def console(
     input_device: str | None,
     output_device: str | None,
 ) -> None:
-    """Talk through your microphone and speaker with LiveKit's console (no server)."""
+    """Talk through your microphone and speaker with LiveKit's console (no server).
+
+    With --text: type instead, with no audio device, no speech provider and no
+    LiveKit key."""
+    if text:
+        check_text_console(ctx)
     check_session(ctx, session_options)
+    if text:
+        config = _export_config(session_options, text=True)
+        from ._console import run_text_console
+        from .worker import build_server
+
+        run_text_console(build_server(config, console=True))
+        return
+    check_console_audio(input_device, output_device)
     check_speech(stt, tts, vad)
-    _check_console_audio(text)
     config = _export_config(session_options, stt=stt, tts=tts, vad=vad)
     from livekit.agents.cli import _legacy
 
+    from ._console import console_owns_logging
     from .worker import build_server
 
+    console_owns_logging()
     _legacy._run_console(
-        server=build_server(config),
+        server=build_server(config, console=True),
         input_device=input_device,
         output_device=output_device,
-        mode="text" if text else "audio",
+        mode="audio",
         record=False,
         log_level="WARN",
     )

@@ -32,6 +32,10 @@ class ProviderError(ValueError):
     """An ``--stt``/``--tts``/``--vad`` value that cannot be used (the message says why)."""
 
 
+class MissingCredentials(ProviderError):
+    """A LiveKit Inference model without ``LIVEKIT_API_KEY``/``LIVEKIT_API_SECRET``."""
+
+
 def _inference_providers(kind: str) -> set[str]:
     """The providers LiveKit Inference knows for ``kind`` (``stt`` or ``tts``)."""
     from livekit.agents.inference import stt as inference_stt
@@ -53,7 +57,7 @@ def _inference_providers(kind: str) -> set[str]:
 
 def _needs_cloud(spec: str, flag: str, environ: Mapping[str, str]) -> None:
     if not (environ.get("LIVEKIT_API_KEY") and environ.get("LIVEKIT_API_SECRET")):
-        raise ProviderError(
+        raise MissingCredentials(
             f"{flag} {spec} is a LiveKit Inference model, which runs through a LiveKit Cloud "
             f"project: set LIVEKIT_API_KEY and LIVEKIT_API_SECRET, or choose a plugin you have "
             f"a key for (e.g. {flag} openai with `pip install livekit-plugins-openai` and "

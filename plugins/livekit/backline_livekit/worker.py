@@ -54,6 +54,8 @@ class WorkerConfig:
     max_sessions: int | None = None
     extra: dict[str, str] = field(default_factory=dict)
     mcp_config: str | None = None
+    text: bool = False
+    """Text only (``backline livekit console --text``): no STT, TTS or VAD is built."""
 
     @classmethod
     def from_options(cls, options: SessionOptions, **speech: Any) -> WorkerConfig:
@@ -122,6 +124,9 @@ async def run_job(
     config = config or WorkerConfig.from_env()
     session, agent = build(config)
     bridge = LiveKitBridge(session)
+    if speech is None and config.text:
+        # Text only: no provider, no key, no model to load, no turn detector.
+        speech = {"vad": None, "turn_handling": {"turn_detection": None}}
     if speech is None:
         speech = {
             "stt": make_stt(config.stt),
@@ -178,9 +183,12 @@ def session_load(active: int, max_sessions: int | None, cpu: float) -> float:
     return max(cpu, min(1.0, active / max_sessions))
 
 
-def build_server(config: WorkerConfig, *, drain_timeout: int | None = None) -> AgentServer:
+def build_server(
+    config: WorkerConfig, *, drain_timeout: int | None = None, console: bool = False
+) -> AgentServer:
     """A LiveKit ``AgentServer`` running backline sessions, with explicit dispatch by
-    ``config.agent_name`` and load reported from CPU and ``config.max_sessions``."""
+    ``config.agent_name`` and load reported from CPU and ``config.max_sessions``.
+    ``console``: for LiveKit's console, whose one job finds its executor ready."""
     from livekit.agents import AgentServer
     from livekit.agents.worker import _DefaultLoadCalc
 
@@ -194,6 +202,8 @@ def build_server(config: WorkerConfig, *, drain_timeout: int | None = None) -> A
     }
     if drain_timeout is not None:
         options["drain_timeout"] = drain_timeout
+    if console:
+        options["num_idle_processes"] = 1
     server = AgentServer(**options)
     server.rtc_session(entrypoint, agent_name=config.agent_name)
     return server

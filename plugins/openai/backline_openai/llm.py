@@ -284,13 +284,39 @@ class OpenAILLM:
 
 @dataclass
 class _ToolCall:
-    call_id: str
+    """One tool call, gathered from its pieces.
+
+    Every string field is joined by the call's index, as the ``openai`` SDK's stream
+    accumulator does (``accumulate_delta``): OpenAI sends the id and the name whole in
+    the first piece, but a server may split them. One difference: an id or a name
+    that repeats the whole value so far is taken once, not joined (LiteLLM, DeepSeek,
+    Qwen and Fireworks send the id, Fireworks the name too, in every piece).
+    """
+
+    fallback_id: str
+    call_id_so_far: str = ""
     name: str = ""
     parts: list[str] = field(default_factory=list)
+
+    @property
+    def call_id(self) -> str:
+        return self.call_id_so_far or self.fallback_id
+
+    def add(self, call_id: str | None, name: str | None, arguments: str | None) -> None:
+        self.call_id_so_far = _joined(self.call_id_so_far, call_id)
+        self.name = _joined(self.name, name)
+        if arguments:
+            self.parts.append(arguments)
 
     def chunk(self) -> ToolCallChunk:
         raw = "".join(self.parts)
         return ToolCallChunk(self.call_id, self.name, raw if raw.strip() else "{}")
+
+
+def _joined(so_far: str, piece: str | None) -> str:
+    if not piece or piece == so_far:
+        return so_far
+    return so_far + piece
 
 
 class _Decoder(StreamDecoder["ChatCompletionChunk"]):
@@ -320,15 +346,15 @@ class _Decoder(StreamDecoder["ChatCompletionChunk"]):
                 index = self._index_of(call.index, call.id)
                 acc = self._calls.get(index)
                 if acc is None:
-                    acc = self._calls[index] = _ToolCall(call.id or f"call_{len(self._calls) + 1}")
+                    acc = self._calls[index] = _ToolCall(f"call_{len(self._calls) + 1}")
                     # Output has begun (for the deadlines): its chunk comes at the end.
                     self.output_started = True
                 function = call.function
-                if function is not None:
-                    if function.name and not acc.name:
-                        acc.name = function.name
-                    if function.arguments:
-                        acc.parts.append(function.arguments)
+                acc.add(
+                    call.id,
+                    function.name if function is not None else None,
+                    function.arguments if function is not None else None,
+                )
             text = delta.content or delta.refusal
             if text:
                 out.append(TextDelta(text))

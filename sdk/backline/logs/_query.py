@@ -7,8 +7,8 @@ from pathlib import Path
 from typing import Any
 
 from ..limits import DEFAULT_LIMITS
-from . import _schema
-from ._store import connect, explain
+from . import _files, _schema
+from ._store import connect, data_dir, explain
 
 
 class LogError(Exception):
@@ -20,8 +20,9 @@ def open_log(path: Path) -> sqlite3.Connection:
     if not path.exists():
         raise LogError(f"No conversations logged yet ({path} does not exist).")
     try:
+        _files.prepare(path, own_folder=data_dir(), create=False)  # before SQLite adds -shm
         conn = connect(path, DEFAULT_LIMITS.log_busy_timeout)
-    except sqlite3.Error as e:
+    except (sqlite3.Error, OSError) as e:
         raise LogError(explain(e, path)) from None
     try:
         _schema.migrate(conn)
@@ -42,11 +43,18 @@ def _with_background(background: str | None, column: str) -> tuple[str, tuple[An
     )
 
 
+_SAID = " AND EXISTS (SELECT 1 FROM turns t WHERE t.session_id = {column})"
+"""Only conversations in which something was said: one still running before anyone
+spoke, or one a killed process left before anyone did, is not listed."""
+
+
 def list_sessions(
     conn: sqlite3.Connection, *, limit: int, background: str | None = None
 ) -> list[dict[str, Any]]:
-    """The latest ``limit`` conversations (optionally: that ran ``background``), newest first."""
+    """The latest ``limit`` conversations in which something was said (optionally: that
+    ran ``background``), newest first."""
     where, params = _with_background(background, "s.id")
+    where += _SAID.format(column="s.id")
     rows = conn.execute(
         f"""
         SELECT s.*,
@@ -112,9 +120,12 @@ def _search_like(
 
 def find_session(conn: sqlite3.Connection, ref: str | None) -> str:
     """The id of the conversation ``ref`` names: an id or a unique prefix of one;
-    ``None`` or ``latest``: the newest."""
+    ``None`` or ``latest``: the newest in which something was said."""
     if ref is None or ref == "latest":
-        row = conn.execute("SELECT id FROM sessions ORDER BY started_at DESC LIMIT 1").fetchone()
+        said = _SAID.format(column="s.id")
+        row = conn.execute(
+            f"SELECT id FROM sessions s WHERE 1 = 1{said} ORDER BY started_at DESC LIMIT 1"
+        ).fetchone()
         if row is None:
             raise LogError("No conversations logged yet.")
         return str(row["id"])

@@ -6,6 +6,8 @@ never blocks the event loop, and a listener that fails is logged by the emitter.
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import json
 import os
 import time
@@ -40,8 +42,9 @@ _EVENTS: tuple[EventName, ...] = (
 
 
 class ConversationLogError(Exception):
-    """The conversation log could not be used (reported once per session as an ``error``
-    event with ``source="log"``; the conversation goes on)."""
+    """The conversation log cannot be used, or another process's lock holds it (reported
+    once per session as an ``error`` event with ``source="log"``, the moment the log's
+    writer finds out; the conversation goes on)."""
 
 
 class SessionRecorder:
@@ -49,8 +52,13 @@ class SessionRecorder:
 
     ``meta``: what the session row says (``front_end``, ``llm``, ``model``, ``agent``,
     ``backgrounds``). A row is opened at the first event (a session built but never
-    started leaves none) and closed at the ``close`` event; a restarted session gets a
-    new row. ``session_id`` is the current row's id.
+    started leaves none) and closed at the ``close`` event; a conversation in which
+    nothing was said (no turn) is removed then. A restarted session gets a new row.
+    ``session_id`` is the current row's id.
+
+    What goes wrong with the log (``ConversationLog.trouble``) is emitted on the
+    session as an ``error`` event (``source="log"``) once, as soon as the log's writer
+    finds out: the front end shows it, with no need for another event to come.
     """
 
     def __init__(self, session: Session[Any], log: ConversationLog, **meta: Any) -> None:
@@ -60,7 +68,9 @@ class SessionRecorder:
         self._limit = log.limits.log_text_chars
         self.session_id: str | None = None
         self._dropped = 0
+        self._turns = 0  # said in the current row
         self._reported = False
+        self._loop: asyncio.AbstractEventLoop | None = None
         self._handlers: dict[str, Callable[[Any], None]] = {
             "ConversationItemAdded": self._item,
             "AgentStateChanged": self._agent_state,
@@ -80,20 +90,36 @@ class SessionRecorder:
         """Stop recording (the current row stays open)."""
         for name in _EVENTS:
             self._session.off(name, self._on_event)
+        self._log.remove_listener(self._on_trouble)
 
     # -- plumbing -----------------------------------------------------------------------
     def _on_event(self, event: Event) -> None:
+        if not self._reported and self._log.trouble is not None:
+            self._report(self._log.trouble)  # known before this session's first event
         if not self._log.available:
-            if self._log.error is not None and not self._reported:
-                # Said once, where the front end shows errors (a terminal UI may own
-                # stderr); the conversation itself goes on.
-                self._reported = True
-                error = ConversationLogError(self._log.error)
-                self._session.emit(ErrorEvent(error=error, recoverable=True, source="log"))
             return
         if self.session_id is None:
             self._open_row()
         self._handlers[type(event).__name__](event)
+
+    def _report(self, message: str) -> None:
+        # Said once, where the front end shows errors (a terminal UI may own stderr);
+        # the conversation itself goes on.
+        self._reported = True
+        error = ConversationLogError(message)
+        self._session.emit(ErrorEvent(error=error, recoverable=True, source="log"))
+
+    def _on_trouble(self, message: str) -> None:
+        """The log's writer thread: something went wrong; tell the session's loop now."""
+        loop = self._loop
+        if loop is not None:
+            with contextlib.suppress(RuntimeError):  # the loop has closed
+                loop.call_soon_threadsafe(self._trouble_now)
+
+    def _trouble_now(self) -> None:
+        message = self._log.trouble  # still true? (a lock may be gone again)
+        if message is not None and not self._reported and self.session_id is not None:
+            self._report(message)
 
     def _put(self, statement: str, *params: Any) -> None:
         if not self._log.submit((statement, params)):
@@ -106,6 +132,10 @@ class SessionRecorder:
         from .._version import __version__
 
         self.session_id = sid = uuid.uuid4().hex[:12]
+        self._turns = 0
+        with contextlib.suppress(RuntimeError):  # events come on the session's loop
+            self._loop = asyncio.get_running_loop()
+        self._log.add_listener(self._on_trouble)
         meta = self._meta
         llm_name, model = llm_label(self._session.llm)
         self._put(
@@ -137,6 +167,7 @@ class SessionRecorder:
         item, sid = event.item, self.session_id
         if isinstance(item, ChatMessage):
             if item.role == "user" and "background_id" not in item.extra:
+                self._turns += 1
                 self._put(
                     _schema.INSERT_TURN,
                     sid,
@@ -148,6 +179,7 @@ class SessionRecorder:
                     item.id,
                 )
             elif item.role == "assistant":
+                self._turns += 1
                 self._put(
                     _schema.INSERT_TURN,
                     sid,
@@ -285,6 +317,12 @@ class SessionRecorder:
         )
 
     def _close(self, event: Any) -> None:
-        self._put(_schema.END_SESSION, time.time(), event.reason, self._dropped, self.session_id)
+        if self._turns:
+            self._put(
+                _schema.END_SESSION, time.time(), event.reason, self._dropped, self.session_id
+            )
+        else:  # nothing was said: not a conversation to keep
+            self._put(_schema.DELETE_SESSION, self.session_id)
+        self._log.remove_listener(self._on_trouble)
         self.session_id = None  # a restart opens a new row
         self._dropped = 0

@@ -239,6 +239,8 @@ INSERT_SESSION_BACKGROUND = (
 END_SESSION = (
     "UPDATE sessions SET ended_at = ?, close_reason = ?, dropped = dropped + ? WHERE id = ?"
 )
+DELETE_SESSION = "DELETE FROM sessions WHERE id = ?"
+"""A conversation in which nothing was said (its rows go with it: ON DELETE CASCADE)."""
 INSERT_TURN = (
     "INSERT INTO turns (session_id, at, speaker, agent, text, interrupted, item_id)"
     " VALUES (?, ?, ?, ?, ?, ?, ?)"

@@ -4,11 +4,14 @@ The event loop only puts records on a bounded queue (``submit`` never blocks: a 
 queue drops the record and counts it). One thread opens the database, migrates it,
 applies the retention setting, and commits records in batches. A database that
 cannot be used (damaged, locked, unwritable, from a newer backline) gives one clear
-warning, and the conversation goes on without a log.
+warning, told at once to whoever listens (``add_listener``: the recorders, which show
+it as an ``error`` event), and the conversation goes on without a log. The files are
+the user's alone (``_files``).
 """
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import logging
 import os
@@ -16,12 +19,13 @@ import sqlite3
 import threading
 import time
 from collections import deque
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from ..limits import DEFAULT_LIMITS, Limits
-from . import _schema
+from . import _files, _schema
 
 log = logging.getLogger("backline.logs")
 
@@ -34,6 +38,9 @@ RETENTION_ENV = "BACKLINE_LOG_RETENTION_DAYS"
 """Conversations older than this many days are deleted when the log opens; ``0`` keeps all."""
 DEFAULT_RETENTION_DAYS = 30.0
 DB_NAME = "conversations.db"
+LOCK_NOTICE = 0.25
+"""Seconds the writer waits for another process's lock before it says so (a commit of
+another backline takes milliseconds); it goes on waiting up to ``log_busy_timeout``."""
 
 _STOP = object()
 
@@ -127,7 +134,10 @@ class ConversationLog:
     record); ``flush(timeout)`` waits until what was submitted is written;
     ``close(timeout)`` writes what is left and stops the writer (bounded).
     ``error`` is the clear message once the log could not be used (then records are
-    discarded). ``dropped`` counts records lost to a full queue or a failed write.
+    discarded); ``trouble`` is what is wrong right now (that failure, or another
+    process's lock being waited for), and ``add_listener(callback)`` has ``callback``
+    called with it, on the writer thread, the moment it happens. ``dropped`` counts
+    records lost to a full queue or a failed write.
     """
 
     def __init__(
@@ -151,6 +161,8 @@ class ConversationLog:
         self._closed = False
         self._usable = True  # False once closed or failed
         self.error: str | None = None
+        self.trouble: str | None = None
+        self._listeners: list[Callable[[str], None]] = []
         self._dropped_full = 0  # counted on the submitting thread
         self._dropped_write = 0  # counted on the writer thread
         self._warned_full = False
@@ -167,6 +179,18 @@ class ConversationLog:
     def available(self) -> bool:
         """False once the log failed or was closed: records are then discarded."""
         return self._usable
+
+    def add_listener(self, callback: Callable[[str], None]) -> None:
+        """Call ``callback(message)`` when the log fails or waits for another process's
+        lock (on the writer thread: hand it to your own thread from there)."""
+        with self._lock:
+            if callback not in self._listeners:
+                self._listeners.append(callback)
+
+    def remove_listener(self, callback: Callable[[str], None]) -> None:
+        with self._lock:
+            if callback in self._listeners:
+                self._listeners.remove(callback)
 
     # -- the event loop's side ---------------------------------------------------------
     def submit(self, record: Record) -> bool:
@@ -236,19 +260,57 @@ class ConversationLog:
         return not thread.is_alive()
 
     # -- the writer thread ----------------------------------------------------------------
+    def _tell(self, message: str) -> None:
+        self.trouble = message
+        with self._lock:
+            listeners = list(self._listeners)
+        for callback in listeners:
+            try:
+                callback(message)
+            except Exception:  # a listener's bug must not stop the writer
+                log.exception("a conversation log listener failed")
+
     def _fail(self, error: BaseException) -> None:
         self.error = "This conversation is not being logged: " + explain(error, self.path)
         self._usable = False
         log.warning("%s", self.error)
+        self._tell(self.error)
+
+    def _begin(self, conn: sqlite3.Connection) -> None:
+        """``BEGIN IMMEDIATE``: take the write lock, waiting at most ``log_busy_timeout``
+        for another process's; one held past ``LOCK_NOTICE`` is told at once."""
+        busy = self.limits.log_busy_timeout
+        notice = min(LOCK_NOTICE, busy)
+        try:
+            conn.execute(f"PRAGMA busy_timeout = {int(notice * 1000)}")
+            try:
+                conn.execute("BEGIN IMMEDIATE")
+            except sqlite3.OperationalError as e:
+                if not _is_locked(e) or busy <= notice:
+                    raise
+                self._tell(
+                    "This conversation may not be logged: "
+                    + explain(e, self.path)
+                    + f" (records wait up to {busy:g}s for it)"
+                )
+                conn.execute(f"PRAGMA busy_timeout = {int((busy - notice) * 1000)}")
+                conn.execute("BEGIN IMMEDIATE")  # raises "locked" if it is still held
+        finally:
+            with contextlib.suppress(sqlite3.Error):
+                conn.execute(f"PRAGMA busy_timeout = {int(busy * 1000)}")
+        if self.error is None:
+            self.trouble = None  # no lock in the way (any more)
 
     def _open(self) -> sqlite3.Connection | None:
         try:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
+            _files.prepare(self.path, own_folder=data_dir())
             conn = connect(self.path, self.limits.log_busy_timeout)
         except (sqlite3.Error, OSError) as e:
             self._fail(e)
             return None
         try:
+            self._begin(conn)  # another process's lock is told now, not at its timeout
+            conn.execute("ROLLBACK")
             _schema.migrate(conn)
             if self.retention_days is not None:
                 cutoff = time.time() - self.retention_days * 86400.0
@@ -310,7 +372,7 @@ class ConversationLog:
 
     def _write(self, conn: sqlite3.Connection, records: list[Record]) -> sqlite3.Connection | None:
         try:
-            conn.execute("BEGIN")
+            self._begin(conn)
             # Runs of one statement go in one executemany (its loop is C: little GIL).
             for statement, run in itertools.groupby(records, key=lambda r: r[0]):
                 self._write_run(conn, statement, [params for _, params in run])

@@ -51,6 +51,23 @@ async def test_a_recognised_turn_reaches_backline_and_the_reply_reaches_the_tts(
         assert b.lk_messages() == [("It is sunny. Take sunglasses.", False)]
 
 
+async def test_a_spoken_turn_changes_livekits_agent_state_once_per_step() -> None:
+    options = audio()
+    llm = ScriptedLLM([text("It is sunny. Take sunglasses.")])
+    async with bridged(llm, Agent("Weather."), **options) as b:
+        seen: list[tuple[str, str]] = []
+        b.lk.on("agent_state_changed", lambda ev: seen.append((ev.old_state, ev.new_state)))
+        speak(options, "what's the weather")
+        await wait_until(lambda: b.messages() != [], "the reply played out", timeout=WAIT)
+        await b.idle()
+        # At the speech's end: no listening, thinking, listening, thinking burst.
+        assert seen == [
+            ("listening", "thinking"),
+            ("thinking", "speaking"),
+            ("speaking", "listening"),
+        ]
+
+
 async def test_backlines_words_reach_the_tts_in_order() -> None:
     options = audio()
     llm = ScriptedLLM([text("First sentence. Second one."), text("Third, from say.")])

@@ -59,13 +59,6 @@ def test_an_unknown_stt_or_tts_names_what_to_install() -> None:
         assert "LiveKit Inference has no provider 'acme'" in result.output
 
 
-def test_inference_models_without_a_cloud_project_say_so() -> None:
-    result = run("console", "--text")
-    assert result.exit_code == 2
-    assert "LiveKit Inference model" in result.output
-    assert "LIVEKIT_API_KEY and LIVEKIT_API_SECRET" in result.output
-
-
 def test_the_session_options_are_checked_as_backline_console_does() -> None:
     result = run("console", "--background", "nope")
     assert result.exit_code == 2 and "nope" in result.output

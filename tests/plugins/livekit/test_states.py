@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import itertools
 
 import pytest
 
@@ -94,3 +95,44 @@ async def test_an_uninterruptible_backline_speech_is_uninterruptible_in_livekit(
         assert lk_speech.allow_interruptions is False
         await asyncio.wait_for(speech, WAIT)
         assert b.messages() == [("do not cut me off", False)]
+
+
+def story(changes: list[tuple[str, str]]) -> list[str]:
+    """The states a listener saw, checked to be one coherent story: each change starts
+    where the previous one ended (a listener called during another's change would see
+    them out of order)."""
+    for (_, new), (old, _) in itertools.pairwise(changes):
+        assert old == new, f"out of order: {changes}"
+    return [new for _, new in changes]
+
+
+async def test_a_speech_end_settles_livekit_on_backlines_state_without_a_flap() -> None:
+    # What the room shows (lk.agent.state) is set from these same events by LiveKit's
+    # room I/O, so a listener here sees what the room sees.
+    llm = ScriptedLLM([text("Hello! How can I help?"), text("Anything else?")])
+    async with bridged(llm, Agent("Hi.")) as b:
+        seen: list[tuple[str, str]] = []
+        b.lk.on("agent_state_changed", lambda ev: seen.append((ev.old_state, ev.new_state)))
+        for words in ("hi", "thanks"):
+            await b.lk.run(user_input=words)
+            await b.idle()
+            # LiveKit's audio ends a moment before backline hears its speech ended:
+            # LiveKit stays "speaking" until then and changes once.
+            assert story(seen) == ["thinking", "speaking", "listening"], seen
+            seen.clear()
+        assert b.lk_agent_states[-6:] == ["thinking", "speaking", "listening"] * 2
+
+
+async def test_a_tool_step_between_two_speeches_is_shown_once() -> None:
+    gate = asyncio.Event()
+    llm = ScriptedLLM([tool_calls(("build", {}), text="Building."), text("Done, it built.")])
+    async with bridged(llm, Slow(gate)) as b:
+        seen: list[tuple[str, str]] = []
+        b.lk.on("agent_state_changed", lambda ev: seen.append((ev.old_state, ev.new_state)))
+        run = b.lk.run(user_input="build it")
+        await wait_until(lambda: b.session.agent_state == "thinking" and bool(seen), "the tool")
+        await wait_until(lambda: b.lk_messages() == [("Building.", False)], "the preamble")
+        gate.set()
+        await asyncio.wait_for(run, WAIT)
+        await b.idle()
+        assert story(seen) == ["thinking", "speaking", "thinking", "speaking", "listening"], seen

@@ -77,6 +77,8 @@ class OpenAIResponse:
     headers: dict[str, str] = field(default_factory=dict)
     stream_error: str | None = None  # an error object inside the stream, after the text
     index: bool = True  # tool-call pieces carry their "index" (some servers leave it out)
+    name_chunk_size: int = 0  # split each call's id and name into pieces this long
+    repeat_ids: bool = False  # every piece repeats the call's id, type and name (Fireworks)
     cut: bool = False  # end the stream with neither a finish_reason nor [DONE]
     malformed: bool = False  # after the text, a data line that is not JSON
 
@@ -130,10 +132,14 @@ def tool_calls(
     json_pieces: int = 3,
     json_chunk_size: int = 0,
     index: bool = True,
+    name_chunk_size: int = 0,
+    repeat_ids: bool = False,
 ) -> OpenAIResponse:
     """Parallel tool calls (``finish_reason`` ``tool_calls``), after an optional ``text``;
     each call's arguments are streamed in pieces (``json_chunk_size`` characters each,
-    else ``json_pieces`` parts)."""
+    else ``json_pieces`` parts). OpenAI sends a call's id and name whole in its first
+    piece; ``name_chunk_size`` splits them over the first pieces instead, as some
+    compatible servers do, and ``repeat_ids`` repeats them in every piece, as others do."""
     parsed = [
         (name, args if isinstance(args, str) else json.dumps(dict(args), separators=(",", ":")))
         for name, args in calls
@@ -147,6 +153,8 @@ def tool_calls(
         json_pieces=json_pieces,
         json_chunk_size=json_chunk_size,
         index=index,
+        name_chunk_size=name_chunk_size,
+        repeat_ids=repeat_ids,
     )
 
 
@@ -532,6 +540,30 @@ def completion_json(
     }
 
 
+def _call_heads(
+    index: int, call_id: str, name: str, response: OpenAIResponse
+) -> list[dict[str, Any]]:
+    """A call's first pieces: its id and name whole (OpenAI), or split in pieces."""
+    size = response.name_chunk_size
+    if not size:
+        head = {"index": index, "id": call_id, "type": "function"}
+        return [{**head, "function": {"name": name, "arguments": ""}}]
+    ids = [call_id[j : j + size] for j in range(0, len(call_id), size)]
+    names = [name[j : j + size] for j in range(0, len(name), size)]
+    heads: list[dict[str, Any]] = []
+    for k in range(max(len(ids), len(names))):
+        piece: dict[str, Any] = {"index": index, "function": {}}
+        if k < len(ids):
+            piece["id"] = ids[k]
+        if k == 0:
+            piece["type"] = "function"
+            piece["function"]["arguments"] = ""
+        if k < len(names):
+            piece["function"]["name"] = names[k]
+        heads.append(piece)
+    return heads
+
+
 def stream_events(
     response: OpenAIResponse, body: dict[str, Any], completion_id: str, call_ids: list[str]
 ) -> list[tuple[float, bytes]]:
@@ -570,18 +602,15 @@ def stream_events(
     if response.malformed:
         return [*events, (pace, b'data: {"id":"chatcmpl-x","choices":[{"delta":\n\n')]
     for i, (name, args) in enumerate(response.tool_calls):
-        head = {
-            "index": i,
-            "id": call_ids[i],
-            "type": "function",
-            "function": {"name": name, "arguments": ""},
-        }
         size = response.json_chunk_size or max(1, math.ceil(len(args) / response.json_pieces))
-        pieces: list[dict[str, Any]] = [head] + [
+        pieces: list[dict[str, Any]] = _call_heads(i, call_ids[i], name, response) + [
             {"index": i, "function": {"arguments": args[j : j + size]}}
             for j in range(0, len(args), size)
         ]
         for piece in pieces:
+            if response.repeat_ids:
+                piece.update(id=call_ids[i], type="function")
+                piece["function"]["name"] = name
             if not response.index:
                 del piece["index"]
             events.append((pace, encode(chunk({"tool_calls": [piece]}))))

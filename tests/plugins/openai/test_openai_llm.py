@@ -170,6 +170,72 @@ async def test_tool_call_pieces_without_an_index(
     ]
 
 
+async def test_a_tool_name_and_id_split_across_chunks_are_joined(
+    openai_server: FakeOpenAIServer, make_openai_llm: MakeLLM
+) -> None:
+    # Some OpenAI-compatible servers split a call's name and id over several pieces
+    # (OpenAI sends them whole): every fragment counts, joined by the call's index.
+    openai_server.push(
+        fo.tool_calls(
+            ("get_weather", {"city": "Paris"}), ("get_time", {"zone": "UTC"}), name_chunk_size=3
+        )
+    )
+    chunks = await collect(make_openai_llm(), ctx(user("hi")), tools=[get_weather, get_time])
+    calls = [c for c in chunks if isinstance(c, ToolCallChunk)]
+    ours = [(c.call_id, c.name, json.loads(c.arguments)) for c in calls]
+    assert ours == [
+        ("call_fake0100", "get_weather", {"city": "Paris"}),
+        ("call_fake0101", "get_time", {"zone": "UTC"}),
+    ]
+    # The same stream through the openai SDK's own accumulator gives the same calls.
+    import openai
+
+    openai_server.push(
+        fo.tool_calls(
+            ("get_weather", {"city": "Paris"}), ("get_time", {"zone": "UTC"}), name_chunk_size=3
+        )
+    )
+    client = openai.AsyncOpenAI(api_key="sk-test", base_url=openai_server.url)
+    messages: Any = [{"role": "user", "content": "hi"}]
+    try:
+        async with client.chat.completions.stream(model="gpt-test", messages=messages) as stream:
+            final = await stream.get_final_completion()
+    finally:
+        await client.close()
+    sdk_calls = final.choices[0].message.tool_calls or []
+    theirs = [(c.id, c.function.name, json.loads(c.function.arguments)) for c in sdk_calls]
+    assert theirs == [(f"call_fake02{i:02d}", name, args) for i, (_, name, args) in enumerate(ours)]
+
+
+async def test_the_split_name_runs_the_tool_in_a_session(
+    openai_server: FakeOpenAIServer, make_openai_llm: MakeLLM
+) -> None:
+    from backline import Agent, Session
+
+    openai_server.push(
+        fo.tool_calls(("get_weather", {"city": "Oslo"}), name_chunk_size=2), "Sunny in Oslo."
+    )
+    async with Session(make_openai_llm(), tools=[get_weather]) as session:
+        await session.start(Agent("Weather."))
+        result = await session.run(user_input="weather in Oslo?")
+    result.expect.next_event().is_function_call(name="get_weather", arguments={"city": "Oslo"})
+    result.expect.next_event().is_function_call_output(output="sunny", is_error=False)
+    # The call went back to the server with its whole id and name.
+    (sent_call,) = openai_server.requests[-1].messages[-2]["tool_calls"]
+    assert (sent_call["id"], sent_call["function"]["name"]) == ("call_fake0100", "get_weather")
+
+
+async def test_an_id_and_name_repeated_in_every_chunk_are_taken_once(
+    openai_server: FakeOpenAIServer, make_openai_llm: MakeLLM
+) -> None:
+    # LiteLLM, DeepSeek, Qwen and Fireworks repeat the id (Fireworks the name too).
+    openai_server.push(fo.tool_calls(("get_weather", {"city": "Rome"}), repeat_ids=True))
+    chunks = await collect(make_openai_llm(), ctx(user("hi")), tools=[get_weather])
+    (only_call,) = [c for c in chunks if isinstance(c, ToolCallChunk)]
+    assert (only_call.call_id, only_call.name) == ("call_fake0100", "get_weather")
+    assert json.loads(only_call.arguments) == {"city": "Rome"}
+
+
 async def test_usage_comes_from_the_last_chunk(
     openai_server: FakeOpenAIServer, make_openai_llm: MakeLLM
 ) -> None:
