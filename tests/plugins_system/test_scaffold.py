@@ -73,6 +73,7 @@ def test_new_plugin_writes_the_package(tmp_path: Path, monkeypatch: pytest.Monke
 
     assert result.exit_code == 0, result.output
     root = tmp_path / "backline-deep-research"
+    assert "backline try deep-research   (talk to it, no key needed)" in result.output
     files = sorted(str(p.relative_to(root)) for p in root.rglob("*") if p.is_file())
     assert files == [
         ".gitignore",
