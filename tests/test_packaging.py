@@ -90,6 +90,30 @@ def test_the_sdk_wheel_carries_its_data_files(dist: Path) -> None:
         assert data in names
 
 
+def test_the_package_index_gets_the_readme_with_absolute_links(dist: Path) -> None:
+    """README.md links relatively (for a clone); the metadata's copy, shown on the package
+    index, links to the repository, and every link into it names a file that exists."""
+    import email
+
+    with zipfile.ZipFile(_wheel_of(dist, ROOT)) as wheel:
+        (name,) = [n for n in wheel.namelist() if n.endswith(".dist-info/METADATA")]
+        metadata = email.message_from_bytes(wheel.read(name))
+    assert metadata["Description-Content-Type"] == "text/markdown"
+    description = metadata.get_payload()
+    assert isinstance(description, str) and "## Try it with no key" in description
+    source = str(_pyproject(ROOT)["project"]["urls"]["Source"])  # type: ignore[index]
+    raw = source.replace("https://github.com/", "https://raw.githubusercontent.com/")
+    own = (f"{source}/blob/main/", f"{raw}/main/")
+    text = re.sub(r"^```.*?^```", "", description, flags=re.S | re.M)  # code is not links
+    links = re.findall(r"\]\(([^)\s]+)\)", text)
+    assert len(links) > 20
+    for target in links:
+        assert target.startswith(("https://", "http://", "#")), f"{target} is relative"
+        prefix = next((p for p in own if target.startswith(p)), None)
+        if prefix is not None:
+            assert (ROOT / target[len(prefix) :].split("#")[0]).exists(), target
+
+
 def test_an_sdist_builds_the_same_wheel(dist: Path, tmp_path: Path) -> None:
     for project in PROJECTS:
         wheel = _wheel_of(dist, project)
