@@ -2,8 +2,10 @@
 
 The distributions are built with hatchling (as ``make dist`` does), installed into a
 fresh virtual environment that sees the third-party dependencies of the dev venv but
-none of backline's own code, and used there: ``backline plugins --json`` and a
-scripted conversation. Offline: nothing is fetched.
+none of backline's own code, and used there, outside the checkout: ``backline plugins
+--json``, a scripted conversation, and the no-key try-out of every first-party
+background and of a new plugin (``backline try``, the scripts shipped in the wheels).
+Offline: nothing is fetched.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ import tomllib
 import zipfile
 from pathlib import Path
 
+import pexpect
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -86,6 +89,8 @@ def test_the_sdk_wheel_carries_its_data_files(dist: Path) -> None:
         "backline/io/web/static/app.js",
         "backline/plugins/template/plugin.py.tmpl",
         "backline/plugins/template/gitignore.tmpl",
+        "backline/plugins/template/patterns.py.tmpl",
+        "backline/testing/offline.py",
     ):
         assert data in names
 
@@ -203,3 +208,95 @@ def test_a_scripted_conversation_runs_from_the_wheels(fresh_python: Path, tmp_pa
     script = tmp_path / "conversation.py"
     script.write_text(CONVERSATION)
     assert _run(fresh_python, script, env=_fresh_env(tmp_path)).strip() == "It's sunny in Oslo."
+
+
+# -- the no-key try-out, from the wheels, outside the checkout -----------------------------------
+
+
+def _try(venv_bin: Path, tmp_path: Path, *args: str) -> pexpect.spawn:
+    cwd = tmp_path / "elsewhere"
+    cwd.mkdir(exist_ok=True)
+    return pexpect.spawn(
+        str(venv_bin / "backline"),
+        ["try", *args, "--plain"],
+        env=_fresh_env(tmp_path),
+        cwd=str(cwd),
+        encoding="utf-8",
+        timeout=90,
+    )
+
+
+def _converse(child: pexpect.spawn, *turns: tuple[str, str]) -> None:
+    """Each turn: type the line (unless empty), then wait for the answer."""
+    try:
+        child.expect("/quit or Ctrl-D")
+        for line, answer in turns:
+            if line:
+                child.sendline(line)
+            child.expect(answer)
+        child.sendline("/quit")
+        child.expect(pexpect.EOF)
+    finally:
+        child.close(force=True)
+    assert child.exitstatus == 0
+
+
+@pytest.mark.timeout(240)
+@pytest.mark.parametrize(
+    ("background", "turns"),
+    [
+        (
+            "claude_code",
+            [
+                ("ask claude to add a README", "Update from Claude Code: I wrote the task"),
+                ("what is it doing?", "agent: Claude Code is idle"),
+            ],
+        ),
+        (
+            "deep_research",
+            [
+                (
+                    "are night trains coming back in Europe?",
+                    r"The full report is saved as \S+\.md",
+                ),
+                ("status?", "agent: The research is done"),
+            ],
+        ),
+        (
+            "cli_agent",
+            [("ask the agent to fix the parser", "Update from the agent: I got the task")],
+        ),
+    ],
+)
+def test_each_first_party_background_can_be_tried_with_no_key(
+    fresh_python: Path, tmp_path: Path, background: str, turns: list[tuple[str, str]]
+) -> None:
+    child = _try(fresh_python.parent, tmp_path, background)
+    child.expect(f"answers from the {background} script")
+    _converse(child, *turns)
+
+
+@pytest.mark.timeout(240)
+def test_a_new_plugin_can_be_tried_with_no_key(fresh_python: Path, tmp_path: Path) -> None:
+    """``backline new-plugin weather``, its tests, then ``backline try weather``: the
+    generic script drives it through its tools."""
+    venv_bin = fresh_python.parent
+    env = _fresh_env(tmp_path)
+    _run(venv_bin / "backline", "new-plugin", "weather", "--dir", tmp_path, env=env)
+    package = tmp_path / "backline-weather"
+    _run(
+        sys.executable, "-m", "pip", "--python", fresh_python, "install", "--no-deps",
+        "--no-index", "--no-build-isolation", "--disable-pip-version-check", package,
+    )  # fmt: skip
+    tested = _run(
+        fresh_python, "-m", "pytest", "-q", "-p", "no:cacheprovider", cwd=package, env=env
+    )
+    assert "4 passed" in tested
+    child = _try(venv_bin, tmp_path, "weather")
+    child.expect("answers from the generic script")
+    _converse(
+        child,
+        ("Paris", "agent: I've passed that on to Weather"),
+        ("", "Update from Weather: Finished: Paris"),
+        ("status?", r"agent: Weather is done \(task: Paris\)"),
+    )
