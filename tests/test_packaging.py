@@ -10,6 +10,7 @@ Offline: nothing is fetched.
 
 from __future__ import annotations
 
+import fnmatch
 import json
 import os
 import re
@@ -20,6 +21,7 @@ import tarfile
 import tomllib
 import zipfile
 from pathlib import Path
+from typing import Any
 
 import pexpect
 import pytest
@@ -131,6 +133,88 @@ def test_an_sdist_builds_the_same_wheel(dist: Path, tmp_path: Path) -> None:
         (rebuilt,) = out.glob("*.whl")
         with zipfile.ZipFile(wheel) as a, zipfile.ZipFile(rebuilt) as b:
             assert sorted(a.namelist()) == sorted(b.namelist()), project.name
+
+
+# -- the release path (docs/releasing.md) ------------------------------------------------------
+
+
+def test_twine_accepts_every_distribution(dist: Path) -> None:
+    files = sorted(dist.iterdir())
+    assert len(files) == 2 * len(PROJECTS)  # a wheel and an sdist each
+    out = _run(sys.executable, "-m", "twine", "check", "--strict", *files)
+    assert out.count("PASSED") == len(files), out
+
+
+def test_versions_agree_and_every_plugin_installs_with_this_sdk(dist: Path) -> None:
+    sdk = re.search(r'__version__ = "(.+)"', (ROOT / "sdk/backline/_version.py").read_text())
+    assert sdk is not None
+    for project in PROJECTS:
+        meta = _pyproject(project)["project"]
+        assert isinstance(meta, dict)
+        version = sdk.group(1) if project == ROOT else meta["version"]
+        assert _wheel_of(dist, project).name.split("-")[1] == version, project.name
+        for init in project.glob("backline_*/__init__.py"):  # a package's own __version__
+            declared = re.search(r'^__version__ = "(.+)"', init.read_text(), re.M)
+            assert declared is None or declared.group(1) == version, init
+        for requirement in meta.get("dependencies", []) if project != ROOT else []:
+            bound = re.fullmatch(r"backline>=([\d.]+)", requirement)
+            if bound is not None:
+                floor = tuple(int(n) for n in bound.group(1).split("."))
+                assert floor <= tuple(int(n) for n in sdk.group(1).split(".")), project.name
+
+
+def test_make_release_check_checks_what_make_dist_built() -> None:
+    dry = subprocess.run(
+        ["make", "-n", "release-check"], cwd=ROOT, capture_output=True, text=True, check=True
+    ).stdout
+    assert "run make dist first" in dry  # an empty dist/ is an error, not a pass
+    assert "twine check --strict dist/*" in dry
+    assert "pytest -q tests/test_packaging.py" in dry
+
+
+def _publish(job: dict[str, Any]) -> dict[str, Any]:
+    (step,) = [s for s in job["steps"] if "pypa/gh-action-pypi-publish" in s.get("uses", "")]
+    return step  # type: ignore[no-any-return]
+
+
+def test_the_release_workflow_builds_checks_and_publishes_the_sdk_first(dist: Path) -> None:
+    import yaml
+
+    workflow = yaml.safe_load((ROOT / ".github/workflows/release.yml").read_text())
+    triggers = workflow.get("on", workflow.get(True))  # YAML 1.1 reads `on` as true
+    assert triggers["push"]["tags"] == ["v*"]
+    assert workflow["permissions"] == {"contents": "read"}  # nothing more by default
+    jobs = workflow["jobs"]
+    build = [s.get("run", "") for s in jobs["build"]["steps"]]
+    assert "make dist" in build and "make release-check" in build
+    assert build.index("make dist") < build.index("make release-check")
+    (upload,) = [s for s in jobs["build"]["steps"] if "upload-artifact" in s.get("uses", "")]
+    assert upload["with"]["path"] == "dist/"
+    files = {"publish-sdk": "dist/backline-*", "publish-plugins": "dist/backline_*"}
+    assert jobs["publish-sdk"]["needs"] == "build"
+    assert jobs["publish-plugins"]["needs"] == "publish-sdk"  # plugins need the SDK first
+    for name, pattern in files.items():
+        job = jobs[name]
+        assert job["permissions"] == {"id-token": "write"}  # trusted publishing, no token
+        assert job["environment"]["name"] == "pypi"
+        steps = job["steps"]
+        (download,) = [s for s in steps if "download-artifact" in s.get("uses", "")]
+        assert download["with"]["name"] == upload["with"]["name"]
+        assert any(pattern in s.get("run", "") for s in steps)
+        publish = _publish(job)
+        assert publish["uses"].endswith("@release/v1")
+        assert "password" not in publish.get("with", {})
+    # The SDK's version is new (the tag names it); an unchanged plugin is skipped.
+    assert "skip-existing" not in _publish(jobs["publish-sdk"]).get("with", {})
+    assert _publish(jobs["publish-plugins"])["with"]["skip-existing"] is True
+    # The two uploads split what `make dist` builds: the SDK's files, then all the rest.
+    built = sorted(f.name for f in dist.iterdir())
+    sdk, plugins = (
+        [f for f in built if fnmatch.fnmatch(f, files[job].removeprefix("dist/"))]
+        for job in ("publish-sdk", "publish-plugins")
+    )
+    assert sorted(sdk + plugins) == built
+    assert len(sdk) == 2 and _wheel_of(dist, ROOT).name in sdk  # its wheel and its sdist
 
 
 @pytest.fixture(scope="module")
