@@ -192,6 +192,7 @@ def test_try_claude_code_runs_the_console_in_a_scratch_folder(tmp_path: Path) ->
         child.expect("I've passed that on to Claude Code")
         child.expect("Update from Claude Code: I wrote the task into notes.md.")
         assert "ask claude to add a README" in _read(work / "notes.md")
+        child.expect(r"\[claude_code\] idle, waiting for the next task")  # its turn ended
         child.sendline("what is it doing?")
         child.expect("agent: Claude Code is idle")
         _quit(child)

@@ -333,6 +333,7 @@ def _converse(child: pexpect.spawn, *turns: tuple[str, str]) -> None:
             "claude_code",
             [
                 ("ask claude to add a README", "Update from Claude Code: I wrote the task"),
+                ("", r"\[claude_code\] idle, waiting for the next task"),  # its turn ended
                 ("what is it doing?", "agent: Claude Code is idle"),
             ],
         ),
