@@ -10,7 +10,7 @@ STAMP  := $(VENV)/.installed
 DEMO_PROJECTS := pyproject.toml plugins/claude_code/pyproject.toml
 DEMO_STAMP := $(VENV)/.installed-demo
 
-.PHONY: demo demo-research test test-long lint bench dist clean
+.PHONY: demo demo-research test test-long lint bench dist release-check clean
 
 $(STAMP): pyproject.toml $(PLUGIN_PROJECTS)
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -79,6 +79,14 @@ dist: $(STAMP)
 	$(BIN)/python -m hatchling build -d $(CURDIR)/dist
 	@for p in $(dir $(PLUGIN_PROJECTS)); do (cd $$p && $(CURDIR)/$(BIN)/python -m hatchling build -d $(CURDIR)/dist) || exit 1; done
 	@ls dist
+
+# Before an upload (docs/releasing.md): what `make dist` built renders on the package index
+# (twine check), and the release tests pass: versions agree, every wheel and sdist installs
+# into a fresh venv and runs there (the no-key try-out included).
+release-check: $(STAMP)
+	@ls dist/*.whl dist/*.tar.gz >/dev/null 2>&1 || { echo "make release-check: dist/ is empty: run make dist first"; exit 1; }
+	$(BIN)/python -m twine check --strict dist/*
+	$(BIN)/python -m pytest -q tests/test_packaging.py
 
 clean:
 	rm -rf $(VENV) dist .pytest_cache .mypy_cache .ruff_cache

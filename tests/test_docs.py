@@ -213,7 +213,20 @@ def test_every_fence_is_known() -> None:
     assert not bad, bad
 
 
-README_FILES = [ROOT / "README.md", *sorted((ROOT / "plugins").glob("*/README.md"))]
+README_FILES = sorted((ROOT / "plugins").glob("*/README.md"))
+
+
+def test_the_readme_links_resolve_in_a_clone() -> None:
+    """The project README's links into the project are relative and name files that
+    exist (the package index gets absolute ones: tests/test_packaging.py)."""
+    text = (ROOT / "README.md").read_text(encoding="utf-8")
+    text = re.sub(r"^```.*?^```", "", text, flags=re.S | re.M)  # code blocks are not links
+    links = re.findall(r"\]\(([^)\s]+)\)", text)
+    assert links
+    for target in links:
+        assert "backline-dev/backline" not in target, f"README.md: {target} is not relative"
+        if not target.startswith(("https://", "http://", "#")):
+            assert (ROOT / target.split("#")[0]).exists(), f"README.md: {target} is not a file"
 
 
 @pytest.mark.parametrize(

@@ -160,6 +160,44 @@ def test_bad_input_to_the_command_is_a_clear_error() -> None:
     assert "Traceback" not in corrupt.stderr
 
 
+def test_a_lower_case_name_is_stored_in_upper_case_and_said_so(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
+    stored = backline("keys", "set", "anthropic_api_key", stdin=SECRET + "\n")
+    assert stored.returncode == 0, stored.stderr
+    assert stored.stdout == (
+        "Note: key names are upper case, the environment variable's name: "
+        "anthropic_api_key is stored as ANTHROPIC_API_KEY.\n"
+        f"Stored ANTHROPIC_API_KEY in {keys_path()}.\n"
+    )
+    assert json.loads(keys_path().read_text()) == {"ANTHROPIC_API_KEY": SECRET}
+    assert get_key("ANTHROPIC_API_KEY", {}) == SECRET  # the name providers look up
+    removed = backline("keys", "remove", "anthropic_api_key")
+    assert removed.stdout == "Removed ANTHROPIC_API_KEY.\n"
+    assert key_names() == []
+
+
+def test_a_lower_case_key_stored_before_is_flagged_and_removable() -> None:
+    keys_path().parent.mkdir(parents=True, exist_ok=True)
+    keys_path().write_text(json.dumps({"anthropic_api_key": SECRET}))
+    keys_path().chmod(0o600)
+    listed = backline("keys", "list")
+    assert listed.stdout == (
+        "anthropic_api_key  (never used: providers look up ANTHROPIC_API_KEY; "
+        "`backline keys set ANTHROPIC_API_KEY`, then `backline keys remove anthropic_api_key`)\n"
+    )
+    removed = backline("keys", "remove", "anthropic_api_key")
+    assert removed.stdout == "Removed anthropic_api_key.\n"
+    assert key_names() == []
+
+
+def test_set_key_takes_a_name_in_upper_case() -> None:
+    set_key("groq_api_key", SECRET)
+    assert key_names() == ["GROQ_API_KEY"]
+    assert delete_key("groq_api_key") and key_names() == []
+
+
 # -- providers look keys up the same way --------------------------------------------------
 
 

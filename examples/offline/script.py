@@ -2,11 +2,14 @@
 
     backline fake-anthropic examples/offline/script.py      # terminal 1: prints exports
     backline console --background claude_code               # terminal 2, after the exports
+    backline try claude_code --script examples/offline/script.py   # or both in one terminal
 
 The voice agent forwards anything that mentions Claude Code ("ask claude to ...",
 "tell claude code ..."), answers "what is it doing?" from Claude Code's live state,
-relays its updates, and otherwise says what it heard. Claude Code writes the task
-into notes.md in its working folder, tells the user, and finishes. Edit the two
+relays its updates, and otherwise says what it heard; when a tool call fails, or no
+background runs, it says so. Claude Code writes the task into notes.md in its working
+folder, tells the user, and finishes. (The scripts shipped with backline and its
+plugins, `backline try NAME`, build on `backline.testing.offline`.) Edit the two
 functions below to script your own conversation: `respond(request)` gets each
 request (`request.last_user_text`, `request.tool_results`, `request.tools` ...) and
 returns a reply from `backline.testing.fake_anthropic` (`fa.text`, `fa.tool_calls`,
@@ -33,8 +36,11 @@ def respond(request: fa.AnthropicRequest) -> Any:
 def voice_agent(request: fa.AnthropicRequest) -> Any:
     said = request.last_user_text.rsplit("\n", 1)[-1].strip()
     if request.tool_results:  # what our last tool call returned
-        result = request.tool_results[0].get("content")
-        text = result if isinstance(result, str) else json.dumps(result)
+        result = request.tool_results[0]
+        content = result.get("content")
+        text = content if isinstance(content, str) else json.dumps(content)
+        if result.get("is_error"):  # it failed: say what went wrong, never that it worked
+            return f"That did not work, nothing was sent: {text}"
         if text.lstrip().startswith("{"):
             state = json.loads(text)
             return f"Claude Code is {state.get('status', 'working')}."
@@ -42,6 +48,11 @@ def voice_agent(request: fa.AnthropicRequest) -> Any:
     updates = request.background_updates(after="Claude Code says:")
     if not request.tools and updates:  # a background update to relay
         return "Claude Code says: " + updates[-1]
+    if "backline_send" not in request.tool_names:  # no background runs: nobody to ask
+        return (
+            f"I heard: {said}. No Claude Code session is running, so I cannot pass "
+            "anything on: start the console with --background claude_code."
+        )
     if re.search(r"\b(doing|status|going)\b", said, re.I):
         return fa.tool_calls(("backline_state", {"background_session_id": "claude_code"}))
     if re.search(r"\bclaude\b", said, re.I):

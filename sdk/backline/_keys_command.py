@@ -9,9 +9,8 @@ import click
 
 from .keys import (
     KeyStoreError,
-    check_name,
     delete_key,
-    get_key,
+    key_name,
     key_names,
     keys_path,
     set_key,
@@ -23,7 +22,8 @@ def keys_group() -> None:
     """Store API keys for the providers (the environment variable wins over a stored key).
 
     A key is stored under its environment variable's name, e.g.
-    `backline keys set ANTHROPIC_API_KEY`; the file is readable by you only.
+    `backline keys set ANTHROPIC_API_KEY` (a lower-case name is taken in upper case);
+    the file is readable by you only.
     """
 
 
@@ -37,14 +37,23 @@ def _read_secret(name: str) -> str:
 @keys_group.command("set")
 @click.argument("name")
 def set_command(name: str) -> None:
-    """Store the key NAME (read without echo, or from standard input)."""
+    """Store the key NAME (read without echo, or from standard input).
+
+    NAME is the provider's environment variable, e.g. ANTHROPIC_API_KEY; a lower-case
+    name is stored in upper case, the name every provider looks up.
+    """
     try:
-        check_name(name)
-        path = set_key(name, _read_secret(name))
+        stored = key_name(name)
+        path = set_key(stored, _read_secret(stored))
     except KeyStoreError as e:
         raise click.ClickException(str(e)) from None
-    click.echo(f"Stored {name} in {path}.")
-    if os.environ.get(name):
+    if stored != name:
+        click.echo(
+            f"Note: key names are upper case, the environment variable's name: "
+            f"{name} is stored as {stored}."
+        )
+    click.echo(f"Stored {stored} in {path}.")
+    if os.environ.get(stored):
         click.echo(f"Note: {name} is also set in the environment, and that value is used.")
 
 
@@ -58,7 +67,15 @@ def list_command() -> None:
     if not names:
         click.echo("No stored keys. `backline keys set NAME` stores one.", err=True)
     for name in names:
-        where = "  (the environment variable is set and wins)" if os.environ.get(name) else ""
+        if name != name.upper():  # stored before names were taken in upper case
+            where = (
+                f"  (never used: providers look up {name.upper()}; "
+                f"`backline keys set {name.upper()}`, then `backline keys remove {name}`)"
+            )
+        elif os.environ.get(name):
+            where = "  (the environment variable is set and wins)"
+        else:
+            where = ""
         click.echo(f"{name}{where}")
 
 
@@ -71,13 +88,14 @@ def path_command() -> None:
 @keys_group.command("remove")
 @click.argument("name")
 def remove_command(name: str) -> None:
-    """Remove the stored key NAME."""
+    """Remove the stored key NAME (in upper case unless stored otherwise)."""
     try:
-        removed = delete_key(name)
+        stored = name if name in key_names() else key_name(name)
+        removed = delete_key(stored)
     except KeyStoreError as e:
         raise click.ClickException(str(e)) from None
     if not removed:
-        raise click.ClickException(f"no stored key named {name} (`backline keys list`)")
-    click.echo(f"Removed {name}.")
-    if get_key(name):
-        click.echo(f"Note: {name} is still set in the environment.")
+        raise click.ClickException(f"no stored key named {stored} (`backline keys list`)")
+    click.echo(f"Removed {stored}.")
+    if os.environ.get(stored):
+        click.echo(f"Note: {stored} is still set in the environment.")

@@ -150,7 +150,8 @@ def new_plugin(name: str, directory: str) -> None:
         click.echo(f"  {path.relative_to(root)}")
     click.echo(
         f"\nNext:\n  cd {root}\n  pip install -e '.[test]' && pytest\n"
-        f"  backline install -e .   (then `backline plugins` lists it)"
+        f"  backline install -e .   (then `backline plugins` lists it)\n"
+        f"  backline try {root.name.removeprefix('backline-')}   (talk to it, no key needed)"
     )
 
 
@@ -187,6 +188,12 @@ def _fake_anthropic_command() -> click.Command:
     return fake_anthropic
 
 
+def _try_command() -> click.Command:
+    from ._offline import try_offline  # cheap: the server loads on first use
+
+    return try_offline
+
+
 BUILTIN_COMMANDS: list[click.Command] = [
     plugins_command,
     install,
@@ -196,6 +203,7 @@ BUILTIN_COMMANDS: list[click.Command] = [
     web,
     _mcp_command(),
     _fake_anthropic_command(),
+    _try_command(),
     keys_group,
     logs_group,
     models_command,

@@ -1,10 +1,13 @@
 """Stored API keys: ``backline keys set NAME``; an environment variable wins over a stored key.
 
 Keys are stored by their environment variable's name (``ANTHROPIC_API_KEY``,
-``OPENAI_API_KEY``, ``GROQ_API_KEY`` ...) in ``keys.json`` in the user's config
-directory (``$XDG_CONFIG_HOME/backline`` on Linux), readable by the user only
-(0600). Every provider looks its key up with ``get_key(name)``: the variable if it
-is set, else the stored key. No function here logs or prints a key.
+``OPENAI_API_KEY``, ``GROQ_API_KEY`` ...), in upper case (``set_key`` takes
+``anthropic_api_key`` as ``ANTHROPIC_API_KEY``: every provider looks its key up by the
+upper-case name, so a lower-case one would be stored and never used), in
+``keys.json`` in the user's config directory (``$XDG_CONFIG_HOME/backline`` on
+Linux), readable by the user only (0600). Every provider looks its key up with
+``get_key(name)``: the variable if it is set, else the stored key. No function here
+logs or prints a key.
 """
 
 from __future__ import annotations
@@ -23,6 +26,7 @@ __all__ = [
     "config_dir",
     "delete_key",
     "get_key",
+    "key_name",
     "key_names",
     "keys_path",
     "set_key",
@@ -67,9 +71,10 @@ def key_names() -> list[str]:
 
 
 def set_key(name: str, value: str) -> Path:
-    """Store ``value`` as the key ``name`` (surrounding whitespace removed); returns the
-    file. The file is replaced atomically and is readable by the user only."""
-    check_name(name)
+    """Store ``value`` as the key ``key_name(name)`` (the name in upper case, surrounding
+    whitespace of the key removed); returns the file. The file is replaced atomically
+    and is readable by the user only."""
+    name = key_name(name)
     value = value.strip()
     if not value:
         raise KeyStoreError(f"no key was given for {name}; nothing was stored")
@@ -81,14 +86,25 @@ def set_key(name: str, value: str) -> Path:
 
 
 def delete_key(name: str) -> bool:
-    """Remove the stored key ``name``; ``False`` if there was none."""
+    """Remove the stored key ``name`` (as stored, else in upper case); ``False`` if there
+    was none. A key stored under a lower-case name before names were normalised is
+    removed by that name."""
     check_name(name)
     keys = _load()
-    if name not in keys:
+    stored = name if name in keys else name.upper()
+    if stored not in keys:
         return False
-    del keys[name]
+    del keys[stored]
     _save(keys)
     return True
+
+
+def key_name(name: str) -> str:
+    """The name a key is stored and looked up by: ``name`` checked, in upper case.
+
+    Raises ``KeyStoreError`` unless ``name`` is an environment variable name."""
+    check_name(name)
+    return name.upper()
 
 
 def check_name(name: str) -> None:

@@ -1,4 +1,4 @@
-"""The ``backline`` command: listing, help, isolation, strict mode, install, new-plugin.
+"""The ``backline`` command: listing, help, isolation, strict mode, install.
 
 Subprocess tests run ``python -m backline`` with plugins on ``PYTHONPATH``, as a
 user's shell would; argument plumbing is checked in process with click's runner.
@@ -283,66 +283,6 @@ def test_install_needs_a_package_and_reports_pip_failures(
     assert CliRunner().invoke(make_cli(), ["install"]).exit_code == 2
     monkeypatch.setattr(cli_module.subprocess, "call", lambda args: 7)
     assert CliRunner().invoke(make_cli(), ["install", "nope"]).exit_code == 7
-
-
-def test_new_plugin_writes_the_package(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("BACKLINE_PLUGINS", "")
-    result = CliRunner().invoke(make_cli(), ["new-plugin", "Deep.Research", "--dir", str(tmp_path)])
-
-    assert result.exit_code == 0, result.output
-    root = tmp_path / "backline-deep-research"
-    files = sorted(str(p.relative_to(root)) for p in root.rglob("*") if p.is_file())
-    assert files == [
-        ".gitignore",
-        "README.md",
-        "pyproject.toml",
-        "src/backline_deep_research/__init__.py",
-        "src/backline_deep_research/plugin.py",
-        "tests/test_plugin.py",
-    ]
-    pyproject = (root / "pyproject.toml").read_text()
-    assert 'name = "backline-deep-research"' in pyproject
-    assert '[project.entry-points.backline]\ndeep-research = "backline_deep_research.plugin"' in (
-        pyproject
-    )
-    plugin = (root / "src/backline_deep_research/plugin.py").read_text()
-    assert '@backline.background("deep-research")' in plugin
-    assert "async def deep_research(ctx: BackgroundContext)" in plugin
-    for channel in ("silent=True", "ctx.set_state(", 'await ctx.send(f"Finished'):
-        assert channel in plugin
-    compile(plugin, "plugin.py", "exec")
-    compile((root / "tests/test_plugin.py").read_text(), "test_plugin.py", "exec")
-
-
-@pytest.mark.parametrize(
-    ("name", "error"),
-    [
-        ("9lives", "start with a letter"),
-        ("backline-", "start with a letter"),
-        ("has space", "start with a letter"),
-    ],
-)
-def test_new_plugin_refuses_bad_names(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, name: str, error: str
-) -> None:
-    monkeypatch.setenv("BACKLINE_PLUGINS", "")
-    result = CliRunner().invoke(make_cli(), ["new-plugin", name, "--dir", str(tmp_path)])
-
-    assert result.exit_code == 1
-    assert error in result.output
-    assert list(tmp_path.iterdir()) == []
-
-
-def test_new_plugin_never_overwrites(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("BACKLINE_PLUGINS", "")
-    (tmp_path / "backline-x").mkdir()
-    (tmp_path / "backline-x" / "keep.txt").write_text("mine")
-
-    result = CliRunner().invoke(make_cli(), ["new-plugin", "x", "--dir", str(tmp_path)])
-
-    assert result.exit_code == 1
-    assert "already exists and is not empty" in result.output
-    assert (tmp_path / "backline-x" / "keep.txt").read_text() == "mine"
 
 
 # -- front ends: safe defaults, checks in the right order ---------------------------------------

@@ -6,7 +6,6 @@ venv), offline, and uninstalled at the end whatever happens.
 
 from __future__ import annotations
 
-import importlib.util
 import subprocess
 from collections.abc import Iterator
 from pathlib import Path
@@ -152,45 +151,3 @@ def test_an_installed_plugin_that_fails_is_listed_and_isolated(
     )
     assert strict.returncode == 1
     assert f"{broken}: ModuleNotFoundError" in strict.stderr
-
-
-@pytest.mark.skipif(
-    importlib.util.find_spec("hatchling") is None,
-    reason="hatchling is needed to build the generated package offline (dev extras)",
-)
-def test_new_plugin_output_installs_and_its_generated_test_passes(
-    overlay_python: Path, tmp_path: Path, uninstall_after: list[str]
-) -> None:
-    name = unique("tmpl")
-    dist = f"backline-{name}"
-    created = run_backline("new-plugin", name, "--dir", str(tmp_path), python=overlay_python)
-    assert created.returncode == 0, created.stderr
-    root = tmp_path / dist
-    uninstall_after.append(dist)
-    env = {"BACKLINE_PLUGINS": name}
-
-    installed = run_backline("install", "-e", str(root), python=overlay_python, env=env)
-    assert installed.returncode == 0, installed.stdout + installed.stderr
-
-    listed = plugins_json(run_backline("plugins", "--json", python=overlay_python, env=env))
-    assert listed[name]["status"] == "loaded"
-    assert listed[name]["distribution"] == dist
-    assert listed[name]["backgrounds"] == [name]
-
-    tests = subprocess.run(
-        [str(overlay_python), "-m", "pytest", "-q", "-p", "no:cacheprovider"],
-        cwd=root,
-        capture_output=True,
-        text=True,
-        env=clean_env(),
-        timeout=SUBPROCESS_TIMEOUT,
-        check=False,
-    )
-    assert tests.returncode == 0, tests.stdout + tests.stderr
-    assert "3 passed" in tests.stdout
-
-    removed = run_backline("uninstall", dist, python=overlay_python, env=env)
-    assert removed.returncode == 0, removed.stderr
-    assert name not in plugins_json(
-        run_backline("plugins", "--json", python=overlay_python, env=env)
-    )

@@ -25,7 +25,9 @@ _FILES: tuple[tuple[str, str], ...] = (
     ("gitignore.tmpl", ".gitignore"),
     ("__init__.py.tmpl", "src/{package}/__init__.py"),
     ("plugin.py.tmpl", "src/{package}/plugin.py"),
+    ("patterns.py.tmpl", "src/{package}/patterns.py"),
     ("test_plugin.py.tmpl", "tests/test_plugin.py"),
+    ("test_patterns.py.tmpl", "tests/test_patterns.py"),
 )
 
 
