@@ -248,7 +248,7 @@ async def test_an_output_that_overrides_segment_and_playout_hooks_gets_them() ->
 def test_the_fast_playout_result_is_the_dataclass_it_stands_for() -> None:
     from dataclasses import FrozenInstanceError, fields
 
-    from backline.voice.io import PlayoutResult, _playout_result
+    from backline.speech.output import PlayoutResult, _playout_result
 
     fast = _playout_result("s1", "hello", True, 2.5)
     slow = PlayoutResult(speech_id="s1", text="hello", interrupted=True, finished_at=2.5)

@@ -52,7 +52,7 @@ def test_options_are_grouped_by_source_session_first(command: tuple[str, ...]) -
     assert {"--instructions", "--agent", "--no-log", "--mcp-config"} <= set(found["Session"])
     # Each first-party plugin's options under its own title, and nowhere else.
     assert "--claude-allow-bash" in found["Plugin claude_code"]
-    assert found["Plugin cli_agent"] == ["--agent-cmd"]
+    assert found["Plugin cli_agent"] == ["--agent-cmd", "--agent-env", "--agent-require-clean"]
     assert {"--search", "--research-llm"} <= set(found["Plugin deep_research"])
     assert found["Plugin openai"] == ["--base-url"]
     # The command's own options come last, above --help.

@@ -107,6 +107,7 @@ def register_options(register: RegisterOption) -> None:
     register(
         "--research-allow-private-hosts",
         envvar=ENV_ALLOW_PRIVATE_HOSTS,
+        background="deep_research",
         is_flag=True,
         help="Deep research: also read pages on loopback, private and link-local addresses "
         "(an intranet); refused by default.",
