@@ -7,6 +7,7 @@ reply is interrupted), whose WAV output is read back as frames.
 from __future__ import annotations
 
 import io
+import re
 import shutil
 import subprocess
 import wave
@@ -37,6 +38,8 @@ class EspeakTTS(ThreadedTTS):
                 "eSpeak NG is not installed: install it (Debian/Ubuntu: apt install espeak-ng; "
                 "macOS: brew install espeak-ng), or choose another --tts"
             )
+        if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9_+/-]*", voice):
+            raise ValueError(f"espeak: {voice!r} is not a voice name (espeak-ng --voices)")
         if not 80 <= speed <= 450:
             raise ValueError(f"espeak: speed is words per minute, 80 to 450; got {speed}")
         self.program = found
@@ -44,8 +47,11 @@ class EspeakTTS(ThreadedTTS):
         self.speed = speed
 
     def synthesize_sync(self, text: str) -> Iterator[AudioFrame]:
+        # The text goes in on stdin, never as an argument: a reply that starts with "-"
+        # would be read as an option (-w FILE writes a file).
         result = subprocess.run(
-            [self.program, "-v", self.voice, "-s", str(self.speed), "--stdout", text],
+            [self.program, "-v", self.voice, "-s", str(self.speed), "--stdin", "--stdout"],
+            input=text.encode(),
             capture_output=True,
             timeout=TIMEOUT,
             check=False,
@@ -59,3 +65,19 @@ class EspeakTTS(ThreadedTTS):
             step = max(1, round(rate * FRAME_SECONDS))
             while chunk := f.readframes(step):
                 yield AudioFrame(chunk, rate, channels)
+
+
+def espeak_voices() -> list[str]:
+    """The languages eSpeak NG has voices for (``espeak-ng --voices``), or none when it
+    is not installed."""
+    program = find_espeak()
+    if program is None:
+        return []
+    try:
+        result = subprocess.run(
+            [program, "--voices"], capture_output=True, timeout=10, check=False, text=True
+        )
+    except (OSError, subprocess.TimeoutExpired):
+        return []
+    lines = result.stdout.splitlines()[1:]
+    return [line.split()[1] for line in lines if len(line.split()) > 1]

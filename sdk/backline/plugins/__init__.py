@@ -44,6 +44,7 @@ if TYPE_CHECKING:
     )
     from ._registry import RESERVED_OWNER, Clash
     from ._scaffold import create_plugin
+    from ._speech_kinds import RegisterSpeech, SpeechEngineEntry
 
 _LAZY = {
     "BUILTIN_PLUGINS": "._discovery",
@@ -73,6 +74,8 @@ _LAZY = {
     "PluginStatus": "._info",
     "RegisterHookspecs": "._kinds",
     "RegistrationKind": "._kinds",
+    "RegisterSpeech": "._speech_kinds",
+    "SpeechEngineEntry": "._speech_kinds",
 }
 
 __all__ = [
@@ -100,8 +103,10 @@ __all__ = [
     "RegisterHookspecs",
     "RegisterLLM",
     "RegisterOption",
+    "RegisterSpeech",
     "RegisterTool",
     "RegistrationKind",
+    "SpeechEngineEntry",
     "UnknownNameError",
     "attach_options",
     "create_plugin",
@@ -159,6 +164,10 @@ def _module(name: str) -> ModuleType:
         from . import _help
 
         return _help
+    elif name == "._speech_kinds":
+        from . import _speech_kinds
+
+        return _speech_kinds
     else:
         from . import _scaffold
 

@@ -1,4 +1,5 @@
-"""backline's own registration kinds: background sessions, tools, LLMs, front-end options.
+"""backline's own registration kinds: background sessions, tools, LLMs, front-end options,
+speech engines (``_speech_kinds``).
 
 Each is a ``RegistrationKind`` like those plugins add (``register_hookspecs``):
 the manager treats them all alike, backline's first.
@@ -17,6 +18,7 @@ from ..llm.llm import LLM
 from ..llm.tools import FunctionTool, function_tool
 from ._kinds import RegistrationKind, check_name
 from ._options import RESERVED_OPTIONS, Choices, OptionEntry, make_option
+from ._speech_kinds import STT, TTS, VAD
 
 LLMFactory: TypeAlias = Callable[..., LLM]
 """``factory(**options) -> LLM``: what ``register_llms`` registers under a name."""
@@ -210,5 +212,5 @@ OPTIONS: RegistrationKind[OptionEntry] = RegistrationKind(
     "option", "register_options", _option, label="front-end option", reserved=_reserved_option
 )
 
-CORE_KINDS: tuple[RegistrationKind[Any], ...] = (BACKGROUNDS, TOOLS, LLMS, OPTIONS)
+CORE_KINDS: tuple[RegistrationKind[Any], ...] = (BACKGROUNDS, TOOLS, LLMS, OPTIONS, STT, TTS, VAD)
 """backline's kinds, in the order their hooks run when a plugin loads."""

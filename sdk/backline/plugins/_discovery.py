@@ -19,7 +19,10 @@ ENV_DENY = "BACKLINE_DISABLE_PLUGINS"
 ENV_STRICT = "BACKLINE_STRICT_PLUGINS"
 ENV_LOAD_TIMEOUT = "BACKLINE_PLUGIN_LOAD_TIMEOUT"
 
-BUILTIN_PLUGINS: tuple[tuple[str, str], ...] = (("anthropic", "backline.plugins._builtin"),)
+BUILTIN_PLUGINS: tuple[tuple[str, str], ...] = (
+    ("anthropic", "backline.plugins._builtin"),
+    ("speech", "backline.plugins._builtin_speech"),
+)
 """Built-in plugins, ``(name, module)``: registered exactly like installed ones."""
 
 
@@ -88,6 +91,10 @@ def _builtin_loader(module: str) -> Callable[[], object]:
             from . import _builtin
 
             return _builtin
+        if module == "backline.plugins._builtin_speech":
+            from . import _builtin_speech
+
+            return _builtin_speech
         raise ImportError(f"no built-in plugin module {module!r}")  # pragma: no cover
 
     return load

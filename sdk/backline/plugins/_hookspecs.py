@@ -27,6 +27,9 @@ REGISTRATION_HOOKS = (
     "register_tools",
     "register_llms",
     "register_options",
+    "register_stt",
+    "register_tts",
+    "register_vad",
 )
 """Hooks called once per plugin when it loads (in this order, then the registration
 hooks plugins added); one that raises fails the plugin."""
@@ -83,6 +86,33 @@ def register_options(register: Any) -> None:
     is built; the plugin reads its configuration from the environment when a
     session starts (so the variable works without the flag too).
     """
+
+
+@hookspec
+def register_stt(register: Any) -> None:
+    """Register speech-to-text engines: call ``register(name, factory, description="",
+    local=True, rank=0, unavailable=None, models=(), default_model=None)``.
+
+    ``factory(**options)`` returns a ``backline.speech.SpeechToText``; options are
+    ``model`` and ``language`` (only those given). ``unavailable()`` says in one
+    sentence what stops the engine here (a missing package or program), or returns
+    None. ``models``: names, or ``backline.speech.ModelSpec`` for models fetched on
+    first use. Among local engines that are ready, the highest ``rank`` is the default.
+    Import the engine's library inside the factory.
+    """
+
+
+@hookspec
+def register_tts(register: Any) -> None:
+    """Register text-to-speech engines, like ``register_stt`` (a factory returning a
+    ``backline.speech.TextToSpeech``; options ``model``, ``voice``, ``language``; also
+    ``voices=`` and ``default_voice=``)."""
+
+
+@hookspec
+def register_vad(register: Any) -> None:
+    """Register voice-activity detectors, like ``register_stt`` (a factory returning a
+    ``backline.speech.VoiceActivityDetector``; option ``model``)."""
 
 
 @hookspec

@@ -48,6 +48,7 @@ from ._kinds import RegistrationKind
 from ._loading import Loader
 from ._options import OptionEntry
 from ._registry import Clash
+from ._speech_kinds import KIND_TITLES, SPEECH_KIND_OF, SpeechEngineEntry, best_local
 
 if TYPE_CHECKING:
     from ..background.definition import BackgroundDefinition
@@ -344,6 +345,29 @@ class PluginManager:
             raise UnknownNameError(self._unknown("LLM", name, self.llm_names()))
         return entry.factory(**options)
 
+    def speech_engines(self, kind: str) -> list[SpeechEngineEntry]:
+        """The engines of ``kind`` (``stt``, ``tts`` or ``vad``), by name."""
+        return self.items(_speech_kind(kind))
+
+    def speech_engine(self, kind: str, name: str | None = None) -> SpeechEngineEntry:
+        """The engine of ``kind`` registered as ``name``; with no name, the best local
+        engine that is ready (``PluginError`` saying what to install when none is)."""
+        if name is not None:
+            return self.item(_speech_kind(kind), name)
+        found = best_local(self.speech_engines(kind))
+        if found is None:
+            title = KIND_TITLES[kind]
+            listed = ", ".join(
+                f"{e.name} ({e.why_unavailable() or 'its model is not downloaded'})"
+                for e in self.speech_engines(kind)
+            )
+            raise PluginError(
+                f"no {title} engine is ready on this machine"
+                + (f": {listed}" if listed else "")
+                + "; pip install backline-local-speech, or name one (backline speech list)"
+            )
+        return found
+
     def options(self) -> list[OptionEntry]:
         """Every front-end option plugins registered (``register_options``), by flag."""
         return self.items(OPTIONS)
@@ -400,3 +424,10 @@ def _limits_from(seconds: str | None) -> tuple[Limits, str | None]:
         return DEFAULT_LIMITS, (
             f"{ENV_LOAD_TIMEOUT}={seconds!r} is not a positive number of seconds; using {default:g}"
         )
+
+
+def _speech_kind(kind: str) -> RegistrationKind[SpeechEngineEntry]:
+    found = SPEECH_KIND_OF.get(kind)
+    if found is None:
+        raise ValueError(f"speech engine kind must be stt, tts or vad, got {kind!r}")
+    return found
