@@ -78,7 +78,10 @@ class Selection:
         ]
         for candidate in candidates:
             by = self.disabled_by(candidate) if candidate.builtin else None
-            if by is not None:
+            # An allow-list that leaves out a built-in is worth a warning only when the
+            # built-in is a default the user relies on without naming it (the LLM); the
+            # built-in speech engines are named when wanted, and a missing one says why.
+            if by == ENV_DENY or (by == ENV_ALLOW and candidate.name in _DEFAULTS):
                 found.append(_builtin_disabled(candidate.name, by))
         return found
 
@@ -139,10 +142,12 @@ def entry_point_candidates(warn: Callable[[str], None]) -> list[Candidate]:
     return sorted(found, key=lambda c: (normalize_name(c.name), c.distribution or ""))
 
 
+_DEFAULTS = {"anthropic": "the built-in Anthropic LLM (the default --llm)"}
+"""Built-ins that provide a default a user gets without naming it."""
+
+
 def _builtin_disabled(name: str, by: str) -> str:
-    what = {"anthropic": "the built-in Anthropic LLM (the default --llm)"}.get(
-        name, f"the built-in plugin '{name}'"
-    )
+    what = _DEFAULTS.get(name, f"the built-in plugin '{name}'")
     if by == ENV_ALLOW:
         return (
             f"{ENV_ALLOW} does not name '{name}', so {what} is disabled; "
