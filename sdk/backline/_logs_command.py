@@ -186,6 +186,8 @@ def _format_timeline(d: dict[str, Any]) -> str:
             else "not closed (still running, or the process stopped)"
         )
         + (f"; {d['dropped']} records were not logged" if d.get("dropped") else ""),
-        "",
     ]
+    if d.get("options"):
+        head.append("Options: " + ", ".join(f"{k}={v}" for k, v in sorted(d["options"].items())))
+    head.append("")
     return "\n".join(head + [_format_event(e, d["started_at"]) for e in d["events"]])

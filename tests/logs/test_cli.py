@@ -147,8 +147,19 @@ def test_build_session_attaches_the_log_unless_told_not_to(
     manager = PluginManager(entry_points=False).load()
     monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-test")
     monkeypatch.setenv("BACKLINE_LOG", "1")
-    build_session(manager, SessionOptions(instructions="Hi."))
-    assert calls == [{"front_end": None, "llm": "anthropic", "agent": "Agent", "backgrounds": ()}]
+    session, _ = build_session(
+        manager, SessionOptions(instructions="Hi.", user_away_signal="transcript")
+    )
+    assert session.user_away_signal == "transcript"  # --user-away-signal reaches the session
+    assert calls == [
+        {
+            "front_end": None,
+            "llm": "anthropic",
+            "agent": "Agent",
+            "backgrounds": (),
+            "options": {"user_away_signal": "transcript"},
+        }
+    ]
     build_session(manager, SessionOptions(instructions="Hi.", log=False))  # --no-log
     monkeypatch.setenv("BACKLINE_LOG", "0")
     build_session(manager, SessionOptions(instructions="Hi."))

@@ -238,6 +238,46 @@ def test_a_new_log_is_versioned_and_in_wal_mode(conv_log: ConversationLog, db: P
     assert again.close(WAIT)
 
 
+def test_a_log_of_the_first_version_is_migrated_and_its_rows_still_read(db: Path) -> None:
+    from backline.logs import _schema
+
+    write_file(db, b"")
+    with sqlite3.connect(db) as conn:
+        _schema.MIGRATIONS[0](conn)
+        conn.execute("PRAGMA user_version = 1")
+        now = time.time()  # recent: the log prunes what is past its retention
+        conn.execute(
+            "INSERT INTO sessions (id, started_at, front_end, llm) VALUES ('old1', ?, 'web', 'x')",
+            (now,),
+        )
+        conn.execute(
+            "INSERT INTO turns (session_id, at, speaker, text) VALUES ('old1', ?, 'user', 'hi')",
+            (now,),
+        )
+        conn.commit()
+    log = ConversationLog(db)
+    log.start()
+    assert log.flush(WAIT) and log.error is None
+    assert log.close(WAIT)
+    assert rows(db, "PRAGMA user_version") == [(SCHEMA_VERSION,)]
+    with open_log(db) as conn:
+        (old,) = list_sessions(conn, limit=5)
+    assert old["id"] == "old1" and old["options"] == {}
+
+
+async def test_the_session_row_keeps_the_options_that_shaped_the_conversation(
+    conv_log: ConversationLog, db: Path
+) -> None:
+    async with Session(ScriptedLLM(["fine"]), user_away_signal="transcript") as session:
+        attach_log(session, conv_log, options={"stt": "pocketsphinx"})
+        await session.start(Front())
+        await session.run(user_input="hi")
+    assert conv_log.flush(WAIT)
+    with open_log(db) as conn:
+        (row,) = list_sessions(conn, limit=5)
+    assert row["options"] == {"stt": "pocketsphinx", "user_away_signal": "transcript"}
+
+
 async def test_a_log_from_a_newer_backline_is_left_alone(
     db: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
@@ -254,7 +294,8 @@ async def test_a_log_from_a_newer_backline_is_left_alone(
     result.expect.next_event().is_message(content="fine")  # the conversation went on
     assert log.error == (
         f"This conversation is not being logged: the conversation log {db} was written by a "
-        "newer backline (schema version 99, this one writes 1): upgrade backline, or use --no-log"
+        f"newer backline (schema version 99, this one writes {SCHEMA_VERSION}): upgrade backline, "
+        "or use --no-log"
     )
     assert "newer backline" in caplog.text
     with sqlite3.connect(db) as conn:

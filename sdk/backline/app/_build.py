@@ -109,6 +109,7 @@ def build_session(
     agent = make_agent(options, backgrounds)
     mcp_servers = _mcp_servers(options)
     manager.activate()
+    session_kwargs.setdefault("user_away_signal", options.user_away_signal)
     session: Session[Any] = Session(
         llm,
         tools=manager.tools(),
@@ -136,11 +137,19 @@ def prepare_session(
 
 
 def attach_conversation_log(
-    session: Session[Any], options: SessionOptions, agent: Agent, *, front_end: str | None = None
+    session: Session[Any],
+    options: SessionOptions,
+    agent: Agent,
+    *,
+    front_end: str | None = None,
+    extra_options: Mapping[str, Any] | None = None,
 ) -> bool:
     """Record ``session`` in the conversation log (``backline logs``) unless
     ``BACKLINE_LOG=0``; ``front_end`` names it there (default: the running click
-    command's name, ``console`` for ``backline console``). True if it is recorded."""
+    command's name, ``console`` for ``backline console``). The session row keeps the
+    options that shape its behaviour (``SessionOptions.as_dict()``, and
+    ``extra_options``: a front end's own, such as its speech engines). True if it is
+    recorded."""
     from ..logs import attach_log, logging_enabled
 
     if not logging_enabled():
@@ -154,6 +163,7 @@ def attach_conversation_log(
         llm=options.llm,
         agent=agent.label,
         backgrounds=session.background.sorted_ids() if session.background else (),
+        options={**options.as_dict(), **(extra_options or {})},
     )
     return True
 

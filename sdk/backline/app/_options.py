@@ -2,7 +2,7 @@
 
 ``@session_options`` adds them to a click command (``--background``, ``--llm``,
 ``--model``, ``--instructions``, ``--agent``, ``--log-file``, ``--no-log``,
-``--mcp-config``), in a "Session" section of its help, passes them as one
+``--mcp-config``, ``--user-away-signal``), in a "Session" section of its help, passes them as one
 ``SessionOptions`` value and marks the command as a front end, so options plugins
 register (``register_options``) are added to it too, a section per plugin.
 """
@@ -38,6 +38,8 @@ class SessionOptions:
     ``mcp_config``: a ``.mcp.json`` file whose MCP servers' tools the voice agent gets.
     ``plugin_options``: the plugins' options given on the command line (flag ->
     value), checked against the chosen backgrounds by ``check_options``.
+    ``user_away_signal``: what holds "away" off, ``"audio"`` (any speech detected) or
+    ``"transcript"`` (only words recognised: noise does not); ``--user-away-signal``.
     """
 
     backgrounds: tuple[str, ...] = ()
@@ -49,6 +51,13 @@ class SessionOptions:
     log: bool = True
     mcp_config: str | None = None
     plugin_options: Mapping[str, Any] = field(default_factory=dict)
+    user_away_signal: str = "audio"
+
+    def as_dict(self) -> dict[str, Any]:
+        """The options that shape the session's behaviour, as the conversation log's
+        session row records them (names and defaults included, so a reader sees the
+        rule that applied)."""
+        return {"user_away_signal": self.user_away_signal}
 
 
 def session_options(command: F) -> F:
@@ -70,6 +79,7 @@ def session_options(command: F) -> F:
         log_file: str | None,
         no_log: bool,
         mcp_config: str | None,
+        user_away_signal: str,
         **kwargs: Any,
     ) -> Any:
         ctx = click.get_current_context(silent=True)
@@ -84,6 +94,7 @@ def session_options(command: F) -> F:
             log=not no_log,
             mcp_config=mcp_config,
             plugin_options=given,
+            user_away_signal=user_away_signal,
         )
         return command(*args, session_options=options, **kwargs)
 
@@ -146,5 +157,13 @@ def _session_params() -> list[click.Option]:
             metavar="PATH",
             help="A .mcp.json file: its MCP servers' tools become the voice agent's "
             "(<server>__<tool>). See docs/mcp.md.",
+        ),
+        option(
+            "--user-away-signal",
+            type=click.Choice(["audio", "transcript"]),
+            default="audio",
+            show_default=True,
+            help="What holds off 'away' when the user is quiet: any speech heard (audio), "
+            "or only recognised words (transcript: noise does not).",
         ),
     ]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import sqlite3
 from pathlib import Path
 from typing import Any
@@ -75,6 +76,11 @@ def list_sessions(
 def _session_dict(row: sqlite3.Row) -> dict[str, Any]:
     out = dict(row)
     out["backgrounds"] = [b for b in (out.get("backgrounds") or "").split(",") if b]
+    try:
+        options = json.loads(out.get("options") or "{}")
+    except ValueError:  # written by hand, or damaged: the row still reads
+        options = {}
+    out["options"] = options if isinstance(options, dict) else {}
     ended = out.get("ended_at")
     out["duration"] = None if ended is None else round(ended - out["started_at"], 3)
     return out

@@ -51,7 +51,8 @@ class SessionRecorder:
     """Writes one session's conversation to a ``ConversationLog``.
 
     ``meta``: what the session row says (``front_end``, ``llm``, ``model``, ``agent``,
-    ``backgrounds``). A row is opened at the first event (a session built but never
+    ``backgrounds``, ``options``: a JSON-able dict, to which the session's own
+    ``user_away_signal`` is added). A row is opened at the first event (a session built but never
     started leaves none) and closed at the ``close`` event; a conversation in which
     nothing was said (no turn) is removed then. A restarted session gets a new row.
     ``session_id`` is the current row's id.
@@ -148,6 +149,13 @@ class SessionRecorder:
             meta.get("agent") or self._agent_label(),
             os.getcwd(),
             __version__,
+            json.dumps(
+                {
+                    **(meta.get("options") or {}),
+                    "user_away_signal": self._session.user_away_signal,
+                },
+                sort_keys=True,
+            ),
         )
         manager = background_of(self._session)
         backgrounds: Sequence[str] = meta.get("backgrounds") or (

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import sqlite3
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 """The version this backline writes (``PRAGMA user_version``)."""
 
 _CHILD = "session_id TEXT NOT NULL REFERENCES sessions(id) ON DELETE CASCADE"
@@ -174,7 +174,13 @@ def _migrate_1(conn: sqlite3.Connection) -> None:
             conn.execute(statement)
 
 
-MIGRATIONS = (_migrate_1,)
+def _migrate_2(conn: sqlite3.Connection) -> None:
+    """The session row keeps the options that shaped the conversation (a JSON object:
+    ``user_away_signal``, a front end's speech engines, ...)."""
+    conn.execute("ALTER TABLE sessions ADD COLUMN options TEXT")
+
+
+MIGRATIONS = (_migrate_1, _migrate_2)
 """``MIGRATIONS[n - 1]`` takes version ``n - 1`` to ``n``. Append; never edit one."""
 
 
@@ -230,8 +236,9 @@ def has_search(conn: sqlite3.Connection) -> bool:
 
 # -- the statements the writer runs (a record is ``(statement, params)``) -------------------
 INSERT_SESSION = (
-    "INSERT INTO sessions (id, started_at, front_end, llm, model, agent, cwd, backline_version)"
-    " VALUES (?, ?, ?, ?, ?, ?, ?, ?)"
+    "INSERT INTO sessions"
+    " (id, started_at, front_end, llm, model, agent, cwd, backline_version, options)"
+    " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)"
 )
 INSERT_SESSION_BACKGROUND = (
     "INSERT OR IGNORE INTO session_backgrounds (session_id, background) VALUES (?, ?)"

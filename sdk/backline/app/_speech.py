@@ -1,0 +1,183 @@
+"""The speech options of a front end that speaks with backline's own engines.
+
+``@speech_options`` adds ``--stt``, ``--stt-model``, ``--tts``, ``--tts-model``,
+``--tts-voice``, ``--vad`` and ``--language`` to a click command, in a "Speech"
+section of its help; the command receives one ``SpeechOptions``. ``build_speech``
+turns them into engines (``SpeechEngines``): a name the user gave must be a
+registered engine that runs here, an engine left out is the best local one that is
+ready (``backline speech list`` shows which). Both are checked before anything
+starts, and each problem is a click error naming the option to change.
+
+Engines are built once per front end: a speech-to-text engine or a voice activity
+detector opens a stream per conversation, a text-to-speech engine synthesises per
+call, so one set of engines serves every session of a process.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, TypeVar
+
+import click
+
+from ..plugins import OptionSection, PluginError, PluginManager, SpeechEngineEntry, UnknownNameError
+from ..plugins._errors import closest
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+__all__ = ["SPEECH_SECTION", "SpeechEngines", "SpeechOptions", "build_speech", "speech_options"]
+
+
+@dataclass(frozen=True)
+class SpeechOptions:
+    """The user's choice of engines: a name (``None``: the best local engine that is
+    ready) and its options (``None``: the engine's default)."""
+
+    stt: str | None = None
+    stt_model: str | None = None
+    tts: str | None = None
+    tts_model: str | None = None
+    tts_voice: str | None = None
+    vad: str | None = None
+    language: str | None = None
+
+    def as_dict(self) -> dict[str, str]:
+        """The options given, by name (for the conversation log's session row)."""
+        return {k: v for k, v in vars(self).items() if v is not None}
+
+
+@dataclass(frozen=True)
+class SpeechEngines:
+    """Built engines (``backline.speech`` protocols) and the entries they came from."""
+
+    stt: Any
+    tts: Any
+    vad: Any
+    entries: tuple[SpeechEngineEntry, SpeechEngineEntry, SpeechEngineEntry]
+    options: SpeechOptions
+
+    def describe(self) -> str:
+        """One line for a front end to say at start: which engine does what."""
+        stt, tts, vad = self.entries
+        o = self.options
+        return (
+            f"speech: listening with {_label(stt, o.stt_model or stt.default_model)}, "
+            f"speaking with {_label(tts, o.tts_voice or tts.default_voice)}, "
+            f"voice activity by {vad.name}"
+        )
+
+    def as_dict(self) -> dict[str, str]:
+        """The engines chosen and their options, for the conversation log."""
+        stt, tts, vad = self.entries
+        chosen = {"stt": stt.name, "tts": tts.name, "vad": vad.name}
+        return {**self.options.as_dict(), **chosen}
+
+
+def _label(entry: SpeechEngineEntry, detail: str | None) -> str:
+    return f"{entry.name} ({detail})" if detail else entry.name
+
+
+SPEECH_SECTION = OptionSection(
+    "Speech", help="backline's own speech engines (`backline speech list`)"
+)
+"""The help section of the speech options."""
+
+
+def speech_options(command: F) -> F:
+    """Add the speech options to a click command; it receives ``speech_options=``
+    (a ``SpeechOptions``) instead of the separate flags."""
+
+    @functools.wraps(command)
+    def wrapper(
+        *args: Any,
+        stt: str | None,
+        stt_model: str | None,
+        tts: str | None,
+        tts_model: str | None,
+        tts_voice: str | None,
+        vad: str | None,
+        language: str | None,
+        **kwargs: Any,
+    ) -> Any:
+        options = SpeechOptions(stt, stt_model, tts, tts_model, tts_voice, vad, language)
+        return command(*args, speech_options=options, **kwargs)
+
+    params: list[click.Parameter] = getattr(wrapper, "__click_params__", [])
+    wrapper.__click_params__ = params  # type: ignore[attr-defined]
+    params.extend(reversed([SPEECH_SECTION.title(), *_speech_params()]))
+    return wrapper  # type: ignore[return-value]
+
+
+def _speech_params() -> list[click.Option]:
+    option = SPEECH_SECTION.option
+    default = "default: the best local engine that is ready"
+    return [
+        option("--stt", metavar="NAME", envvar="BACKLINE_STT", help=f"Speech-to-text ({default})."),
+        option("--stt-model", metavar="MODEL", help="Its model (e.g. base.en for whisper)."),
+        option("--tts", metavar="NAME", envvar="BACKLINE_TTS", help=f"Text-to-speech ({default})."),
+        option("--tts-model", metavar="MODEL", help="Its model."),
+        option("--tts-voice", metavar="VOICE", help="Its voice (`backline speech list`)."),
+        option("--vad", metavar="NAME", envvar="BACKLINE_VAD", help=f"Voice activity ({default})."),
+        option("--language", metavar="CODE", help="The language spoken (e.g. en, fr)."),
+    ]
+
+
+def build_speech(manager: PluginManager, options: SpeechOptions) -> SpeechEngines:
+    """Choose and build the engines (each raises a click error saying which option to
+    change: an unknown name, an engine that cannot run here, a model or voice it
+    does not take). Blocking (an engine may load its model): call it before the event
+    loop starts, or in a worker thread."""
+    stt = _choose(manager, "stt", options.stt, "--stt")
+    tts = _choose(manager, "tts", options.tts, "--tts")
+    vad = _choose(manager, "vad", options.vad, "--vad")
+    _check_voice(tts, options.tts_voice)
+    built = (
+        _build(stt, "--stt", model=options.stt_model, language=options.language),
+        _build(
+            tts,
+            "--tts",
+            model=options.tts_model,
+            voice=options.tts_voice,
+            language=options.language,
+        ),
+        _build(vad, "--vad"),
+    )
+    return SpeechEngines(*built, entries=(stt, tts, vad), options=options)
+
+
+def _choose(manager: PluginManager, kind: str, name: str | None, flag: str) -> SpeechEngineEntry:
+    try:
+        entry = manager.speech_engine(kind, name)
+    except UnknownNameError as e:
+        raise click.BadParameter(str(e), param_hint=f"'{flag}'") from None
+    except PluginError as e:
+        raise click.UsageError(f"{e} (or choose one with {flag})") from None
+    if name is not None:
+        why = entry.why_unavailable()
+        if why is not None:
+            raise click.BadParameter(f"{name} cannot run here: {why}", param_hint=f"'{flag}'")
+    return entry
+
+
+def _check_voice(entry: SpeechEngineEntry, voice: str | None) -> None:
+    if voice is None:
+        return
+    voices = entry.known_voices()
+    if voices and voice not in voices:
+        suggestion = closest(voice, voices)
+        hint = f" Did you mean '{suggestion}'?" if suggestion else ""
+        raise click.BadParameter(
+            f"{entry.name} has no voice '{voice}' (`backline speech list --kind tts`).{hint}",
+            param_hint="'--tts-voice'",
+        )
+
+
+def _build(entry: SpeechEngineEntry, flag: str, **options: Any) -> Any:
+    try:
+        return entry.build(**options)
+    except (ValueError, TypeError, RuntimeError, OSError) as e:
+        raise click.BadParameter(
+            f"{entry.name} could not start: {e}", param_hint=f"'{flag}'"
+        ) from None
