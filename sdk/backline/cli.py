@@ -27,6 +27,7 @@ from ._keys_command import keys_group
 from ._logs_command import logs_group
 from ._models_command import models_command
 from ._plugins_command import plugins_command
+from ._speech_command import speech_group
 from ._version import __version__
 from .plugins import PluginError, PluginManager, attach_options, is_front_end
 
@@ -207,6 +208,7 @@ BUILTIN_COMMANDS: list[click.Command] = [
     keys_group,
     logs_group,
     models_command,
+    speech_group,
 ]
 """The built-in commands."""
 
