@@ -373,11 +373,16 @@ def test_an_engine_whose_model_is_not_downloaded_says_how_to_get_it(
     wav = tmp_path / "x.wav"
     write_wav(wav, [AudioFrame.silence(0.2, 16000)])
 
-    result = run("transcribe", str(wav), "--stt", "ears", env=ears)
-
-    assert error_line(result) == (
-        "Error: ears: the model base is not downloaded (3.0 MB): run "
-        "`backline speech download ears/base` first"
+    for named in ([], ["--model", "base"]):
+        result = run("transcribe", str(wav), "--stt", "ears", *named, env=ears)
+        assert error_line(result) == (
+            "Error: ears: the model base is not downloaded (3.0 MB): run "
+            "`backline speech download ears/base` first"
+        )
+    unknown = run("transcribe", str(wav), "--stt", "ears", "--model", "huge", env=ears)
+    assert error_line(unknown) == (
+        "Error: ears: no model 'huge'; check --model: `backline speech list --kind stt` "
+        "shows what ears takes"
     )
 
 

@@ -302,31 +302,37 @@ def _build(entry: SpeechEngineEntry, **options: str | None) -> Any:
     """``entry.build(**options)``; a model that is not downloaded, or an engine that
     raises, is a one-line error naming the fix."""
     listing = f"`backline speech list --kind {entry.kind}`"
-    try:
-        model = entry.model(options.get("model"))
-    except Exception as e:
-        raise click.ClickException(f"{entry.name}: its models could not be listed: {e}") from None
+    given = {k: v for k, v in options.items() if v is not None}
+    model: SpeechModel | None = None
+    # The model it will load: the one named, or with no option at all its default (a
+    # voice or a language may choose another model: the engine knows, and says so).
+    if "model" in given or not given:
+        try:
+            model = entry.model(given.get("model"))
+        except Exception as e:
+            raise click.ClickException(
+                f"{entry.name}: its models could not be listed: {e}"
+            ) from None
     if isinstance(model, ModelSpec) and not is_downloaded(model):
         raise click.ClickException(
             f"{entry.name}: the model {model.name} is not downloaded ({_size(model.size)}): "
             f"run `backline speech download {model.id}` first"
         )
     try:
-        return entry.build(**options)
+        return entry.build(**given)
     except DownloadError as e:
         raise click.ClickException(" ".join(str(e).split())) from None
     except Exception as e:
         message = " ".join(str(e).split()) or type(e).__name__
         if not message.startswith(entry.name):
             message = f"{entry.name}: {message}"
-        if isinstance(e, FileNotFoundError) and isinstance(model, ModelSpec):
-            fix = f"`backline speech download {model.id}` fetches its model"
+        if isinstance(e, FileNotFoundError):
+            fix = f"{listing} shows which of its models are downloaded"
         elif isinstance(e, ImportError):
             fix = entry.why_unavailable() or f"reinstall the plugin {entry.plugin}"
         elif isinstance(e, ValueError | TypeError | LookupError):
-            given = [f"--{k}" for k, v in options.items() if v is not None]
-            what = " or ".join(given) if given else "its options"
-            fix = f"check {what}: {listing} shows what {entry.name} takes"
+            flags = " or ".join(f"--{k}" for k in given) or "its options"
+            fix = f"check {flags}: {listing} shows what {entry.name} takes"
         else:
             fix = ""
         raise click.ClickException(f"{message}; {fix}" if fix else message) from None
