@@ -20,31 +20,37 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
-import re
 import stat
 import sys
-import textwrap
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any, TextIO
 
 from ..limits import DEFAULT_LIMITS, Limits
 from ..tasks import TaskScope
-from ..voice.io import TextOutput
+from ._console_view import LEAVE_HINT, ConsoleOutput, ConsoleView, wrap_items
 from ._diagnostics import describe_error
-from ._view import NOTE_WIDTH, shorten, speaker_label, summarize_state
+from ._view import NOTE_WIDTH, shorten
 
 if TYPE_CHECKING:
     from ..app import SessionOptions
     from ..plugins import PluginManager
     from ..session import Session
     from ..voice.agent import Agent
+    from ._console_voice import ConsoleVoice
+
+__all__ = [
+    "LEAVE_HINT",
+    "ConsoleOutput",
+    "ConsoleView",
+    "run_console",
+    "run_console_front_end",
+    "wrap_items",
+]
 
 EOF_IDLE_TIMEOUT = 120.0
 """With piped input, how long the agent may take to answer a line before the next one
 is sent (and, at the end of the input, before the console closes)."""
 QUIT_COMMANDS = frozenset({"/quit", "/exit", "/q"})
-LEAVE_HINT = "/quit or Ctrl-D: leave"
-"""The status line's last item: how to leave, always shown whole."""
 _UTF8_MAX = 4  # bytes per character, at most
 STATUS_EVENTS: tuple[Any, ...] = (
     "agent_state_changed",
@@ -52,138 +58,6 @@ STATUS_EVENTS: tuple[Any, ...] = (
     "background_state",
     "background_status",
 )
-
-
-class ConsoleView:
-    """What the console shows, independent of how it is drawn."""
-
-    def __init__(self, session: Session[Any]) -> None:
-        self.session = session
-        self.backgrounds: dict[str, str] = {}
-        self.live_reply = ""
-        self.streaming = False
-        self._sources: dict[str, str] = {}
-        if session.background is not None:
-            for bid in session.background.sorted_ids():
-                self.backgrounds[bid] = "starting"
-        session.on("speech_created", self._on_speech)
-        session.on("background_state", self._on_state)
-        session.on("background_status", self._on_status)
-
-    def _on_speech(self, ev: Any) -> None:
-        self._sources[ev.speech.id] = ev.source
-
-    def _on_state(self, ev: Any) -> None:
-        self.backgrounds[ev.background_id] = summarize_state(ev.state)
-
-    def _on_status(self, ev: Any) -> None:
-        if ev.status in ("ended", "crashed", "closed"):
-            detail = f": {ev.error}" if ev.error else ""
-            self.backgrounds[ev.background_id] = f"{ev.status}{detail}"
-        elif self.backgrounds.get(ev.background_id) == "starting":
-            self.backgrounds[ev.background_id] = ev.status
-
-    def speaker(self, speech_id: str) -> str:
-        return speaker_label(self._sources.get(speech_id))
-
-    def status_items(self) -> list[str]:
-        """What the status line says: the agent's and the user's state, each
-        background's, and how to leave."""
-        s = self.session
-        items = [f"agent: {s.agent_state}", f"you: {s.user_state}"]
-        items += [f"{bid}: {text}" for bid, text in self.backgrounds.items()]
-        return [*items, LEAVE_HINT]
-
-    def status_line(self) -> str:
-        return " | ".join(self.status_items())
-
-    def status_lines(self, width: int) -> list[str]:
-        """The status line laid out in ``width`` columns: it wraps (between items, else
-        between words), so a narrow terminal never cuts an instruction off."""
-        return wrap_items(self.status_items(), width)
-
-
-def wrap_items(items: list[str], width: int, separator: str = " | ") -> list[str]:
-    """``items`` joined by ``separator`` in lines of at most ``width`` characters: a line
-    breaks between items, and an item wider than a line between its words (not inside
-    a command in backticks that fits on a line)."""
-    width = max(width, 10)
-    items = [_bind_commands(item, width) for item in items]
-    lines: list[str] = []
-    current = ""
-    for item in items:
-        joined = f"{current}{separator}{item}" if current else item
-        if len(joined) <= width:
-            current = joined
-            continue
-        if current:
-            lines.append(current)
-        pieces = textwrap.wrap(item, width) or [""]
-        lines += pieces[:-1]
-        current = pieces[-1]
-    lines.append(current)
-    return [line.replace(_NBSP, " ") for line in lines]
-
-
-_NBSP = "\u00a0"
-
-
-def _bind_commands(text: str, width: int) -> str:
-    """``text`` with the spaces of each backticked command that fits in ``width`` made
-    unbreakable (``textwrap`` breaks only at ordinary whitespace)."""
-    return re.sub(
-        r"\(?`[^`]+`\)?",
-        lambda m: m[0].replace(" ", _NBSP) if len(m[0]) <= width else m[0],
-        text,
-    )
-
-
-class ConsoleOutput(TextOutput):
-    """A ``TextOutput`` that writes to the console as text streams in."""
-
-    def __init__(self, view: ConsoleView, emit: Callable[[str], None], *, stream: bool) -> None:
-        super().__init__()
-        self._view = view
-        self._emit = emit
-        self._stream = stream
-        self.on_live: Callable[[], None] | None = None
-        self.on_done: Callable[[], None] | None = None
-
-    def on_segment_start(self, speech_id: str) -> None:
-        self._view.live_reply = ""
-        self._view.streaming = True
-        if self._stream:
-            self._emit(f"{self._view.speaker(speech_id)}: ")
-
-    def on_text(self, text: str) -> None:
-        if self._stream:
-            self._emit(text)
-        else:
-            self._view.live_reply += text
-            if self.on_live is not None:
-                self.on_live()
-
-    def on_flush(self) -> None:
-        self._finish(interrupted=False)
-
-    def on_clear(self) -> None:
-        self._finish(interrupted=True)
-
-    def _finish(self, *, interrupted: bool) -> None:
-        self._view.streaming = False
-        text = self.segment_text
-        mark = " [interrupted]" if interrupted else ""
-        if self._stream:
-            self._emit(f"{mark}\n")
-        else:
-            speaker = self._view.speaker(self.speech_id or "")
-            self._emit(f"{speaker}: {text}{mark}\n")
-            self._view.live_reply = ""
-            if self.on_live is not None:
-                self.on_live()
-        self.report_playout(text, interrupted=interrupted)
-        if self.on_done is not None:
-            self.on_done()
 
 
 def _use_rich(stdin: TextIO, stdout: TextIO) -> bool:
@@ -208,23 +82,25 @@ async def run_console(
     log_path: os.PathLike[str] | str | None = None,
     llm: str | None = None,
     limits: Limits = DEFAULT_LIMITS,
+    voice: ConsoleVoice | None = None,
 ) -> None:
     """Run a conversation in the terminal until the user quits; closes the session.
 
     An error is shown as one line worded for the user (``llm`` names the provider
     for the advice), pointing at ``log_path`` for the details when given. A line
     longer than ``limits.max_user_turn_chars`` is not sent: the console says so and
-    reads the next one.
+    reads the next one. ``voice``: speak the replies too, and what a voice front end
+    adds (``backline voice``).
     """
     stdin = stdin or sys.stdin
     stdout = stdout or sys.stdout
     use_rich = _use_rich(stdin, stdout) if rich is None else rich
-    view = ConsoleView(session)
+    view = ConsoleView(session, extra_items=voice.status_items if voice else None)
     errors = _ErrorPrinter(log_path, llm)
     if use_rich:
-        await _run_rich(session, agent, view, banner, errors, limits)
+        await _run_rich(session, agent, view, banner, errors, limits, voice)
     else:
-        await _run_plain(session, agent, view, stdin, stdout, banner, errors, limits)
+        await _run_plain(session, agent, view, stdin, stdout, banner, errors, limits, voice)
 
 
 def run_console_front_end(
@@ -304,13 +180,14 @@ async def _run_plain(
     banner: str | None,
     errors: _ErrorPrinter,
     limits: Limits,
+    voice: ConsoleVoice | None,
 ) -> None:
     def emit(text: str) -> None:
         stdout.write(text)
         stdout.flush()
 
     errors.attach(session, emit)
-    output = ConsoleOutput(view, emit, stream=True)
+    output = ConsoleOutput(view, emit, stream=True, speech=voice.speech if voice else None)
     session.output = output
     shown: dict[str, str] = {}
     started = False
@@ -376,11 +253,13 @@ async def _run_plain(
             limits,
             started=start_status,
             finish_at_eof=not _is_terminal(stdin),
+            voice=voice,
         )
     finally:
         if transport is not None:
             transport.close()
         await pumping.aclose(timeout=5.0)
+        await output.aclose()
 
 
 def _is_terminal(stream: TextIO) -> bool:
@@ -422,6 +301,7 @@ async def _run_rich(
     banner: str | None,
     errors: _ErrorPrinter,
     limits: Limits,
+    voice: ConsoleVoice | None,
 ) -> None:
     from prompt_toolkit import PromptSession
     from prompt_toolkit.formatted_text import HTML
@@ -449,7 +329,7 @@ async def _run_rich(
         if app.is_running:
             app.invalidate()
 
-    output = ConsoleOutput(view, emit, stream=False)
+    output = ConsoleOutput(view, emit, stream=False, speech=voice.speech if voice else None)
     output.on_live = redraw
     session.output = output
     for name in STATUS_EVENTS:
@@ -461,15 +341,24 @@ async def _run_rich(
         if banner:
             emit(banner + "\n")
 
+        keys = voice.key_bindings(redraw) if voice else None
+
         async def read_line() -> str | None:
             try:
                 return await prompt.prompt_async(
-                    "you> ", bottom_toolbar=toolbar, style=style, refresh_interval=0.5
+                    "you> ",
+                    bottom_toolbar=toolbar,
+                    style=style,
+                    refresh_interval=0.5,
+                    key_bindings=keys,
                 )
             except EOFError:
                 return None
 
-        await _converse(session, agent, read_line, emit, limits)
+        try:
+            await _converse(session, agent, read_line, emit, limits, voice=voice)
+        finally:
+            await output.aclose()
 
 
 def _escape(text: str) -> str:
@@ -520,6 +409,7 @@ async def _converse(
     *,
     started: Callable[[], None] | None = None,
     finish_at_eof: bool = False,
+    voice: ConsoleVoice | None = None,
 ) -> None:
     """Start, push each line as a user turn until EOF or a quit command, then close.
 
@@ -532,6 +422,8 @@ async def _converse(
         await session.start(agent)
         if started is not None:
             started()
+        if voice is not None:
+            await voice.start(emit)
         while (line := await read_line()) is not None:
             if isinstance(line, _Overlong):
                 emit(_too_long_message(f"about {line.size:,} bytes", limits))
@@ -539,6 +431,8 @@ async def _converse(
             line = line.strip()
             if line in QUIT_COMMANDS:
                 break
+            if voice is not None and voice.command(line, emit):
+                continue
             if len(line) > limits.max_user_turn_chars:
                 emit(_too_long_message(f"{len(line):,} characters", limits))
             elif line:
@@ -548,10 +442,14 @@ async def _converse(
         if finish_at_eof:
             # Input from a file or a pipe: its end, or a quit command in it, lets the
             # agent finish answering what came before (bounded); a person's quit does not.
+            if voice is not None:
+                await voice.finished(EOF_IDLE_TIMEOUT)
             await session.wait_for_idle(timeout=EOF_IDLE_TIMEOUT)
     except (KeyboardInterrupt, asyncio.CancelledError):
         pass
     finally:
         emit("closing…\n")
+        if voice is not None:
+            await voice.aclose()
         await session.aclose()
         emit("bye\n")
