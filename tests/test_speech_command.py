@@ -79,6 +79,16 @@ def build(*, model=None, language=None):
 def register_stt(register):
     register("ears", build, description="Hears its model.", rank=99, models=[BASE],
              default_model="base")
+
+
+@backline.hookimpl
+def register_tts(register):
+    register("cloudy", build, local=False, models=["big"], default_model="big")
+
+
+@backline.hookimpl
+def register_vad(register):
+    register("choosy", build, models=[ModelSpec("choosy", "one", BASE.files)])
 """
 
 
@@ -286,6 +296,20 @@ def test_an_engine_that_needs_no_download_says_so(env: dict[str, str]) -> None:
     none = run("download", "espeak", env=env)
     assert none.exit_code == 0
     assert none.stderr == "espeak needs no download: it has no model to fetch.\n"
+
+
+def test_a_remote_engine_needs_no_download_and_one_with_no_default_asks_which(
+    ears: dict[str, str],
+) -> None:
+    remote = run("download", "cloudy", env=ears)
+    assert remote.exit_code == 0 and remote.stdout == ""
+    assert remote.stderr == "cloudy/big needs no download: it runs on a server.\n"
+
+    choose = error_line(run("download", "choosy", env=ears), status=2)
+    assert choose == (
+        "Error: Invalid value for 'ENGINE[/MODEL]': choosy has no default model: name one "
+        "(choosy/one)"
+    )
 
 
 def test_unknown_names_are_usage_errors_with_did_you_mean(ears: dict[str, str]) -> None:

@@ -184,10 +184,8 @@ def download_command(ctx: click.Context, name: str) -> None:
         click.echo(f"{entry.name} needs no download: it has no model to fetch.", err=True)
         return
     if not isinstance(model, ModelSpec):
-        click.echo(
-            f"{entry.name}/{model} needs no download: the engine brings its model itself.",
-            err=True,
-        )
+        why = "the engine brings its model itself" if entry.local else "it runs on a server"
+        click.echo(f"{entry.name}/{model} needs no download: {why}.", err=True)
         return
     if is_downloaded(model):
         click.echo(f"{model.id} is already downloaded.", err=True)
@@ -213,19 +211,25 @@ def _find_model(manager: PluginManager, name: str) -> tuple[SpeechEngineEntry, S
             "adds local ones"
         )
         raise click.BadParameter(text + hint, param_hint="'ENGINE[/MODEL]'")
-    known: list[str] = []
+    models: list[tuple[SpeechEngineEntry, SpeechModel]] = []
     for entry in entries:
         try:
             found = entry.model(wanted or None)
-            known += [model_name(m) for m in entry.known_models()]
+            models += [(entry, m) for m in entry.known_models()]
         except Exception as e:
             raise click.ClickException(
                 f"{entry.name}: its models could not be listed ({type(e).__name__}: {e})"
             ) from None
         if found is not None:
             return entry, found
-    if not wanted:  # the engine has no default model
-        return entries[0], None
+    known = [model_name(m) for _, m in models]
+    if not wanted:
+        if not any(isinstance(m, ModelSpec) for _, m in models):
+            return entries[0], None  # nothing to fetch
+        named = ", ".join(f"{engine}/{m}" for m in known)
+        raise click.BadParameter(
+            f"{engine} has no default model: name one ({named})", param_hint="'ENGINE[/MODEL]'"
+        )
     text = f"{engine} has no model '{wanted}'; its models: {', '.join(known) or 'none listed'}"
     suggestion = closest(wanted, known)
     if suggestion is not None:
@@ -549,5 +553,9 @@ def _heard(manager: PluginManager, recorded: AudioFrame) -> None:
     except Exception:
         click.echo("(no speech-to-text engine is ready here to transcribe it)", err=True)
         return
-    text = _transcribe(entry, _build(entry), recorded)
+    try:
+        text = _transcribe(entry, _build(entry), recorded)
+    except click.ClickException as e:  # the microphone is what is checked: go on
+        click.echo(f"({entry.name} could not transcribe it: {e.message})", err=True)
+        return
     click.echo(f"{entry.name} heard: {text or '(no words)'}")
