@@ -362,9 +362,13 @@ def _work_timeout(amount: float) -> float:
 @speech_group.command("say")
 @click.argument("text")
 @click.option("--tts", "engine_name", metavar="NAME", help="The engine (default: the best ready).")
-@click.option("--voice", help="One of the engine's voices (`backline speech list --kind tts`).")
-@click.option("--model", help="One of the engine's models.")
-@click.option("--language", help="A language code, for engines that take one.")
+@click.option(
+    "--voice",
+    metavar="VOICE",
+    help="One of the engine's voices (`backline speech list --kind tts`).",
+)
+@click.option("--model", metavar="MODEL", help="One of the engine's models.")
+@click.option("--language", metavar="CODE", help="A language code, for engines that take one.")
 @click.option(
     "-o",
     "--output",
@@ -436,8 +440,8 @@ def _speak(entry: SpeechEngineEntry, engine: Any, text: str) -> AudioFrame:
 @speech_group.command("transcribe")
 @click.argument("wav", metavar="FILE.wav", type=click.Path(exists=True, dir_okay=False))
 @click.option("--stt", "engine_name", metavar="NAME", help="The engine (default: the best ready).")
-@click.option("--model", help="One of the engine's models.")
-@click.option("--language", help="The language spoken, for engines that take one.")
+@click.option("--model", metavar="MODEL", help="One of the engine's models.")
+@click.option("--language", metavar="CODE", help="The language spoken, for engines that take one.")
 @click.pass_context
 def transcribe_command(
     ctx: click.Context,
@@ -503,7 +507,12 @@ def _transcribe(entry: SpeechEngineEntry, engine: Any, recording: AudioFrame) ->
 @click.option("--input-device", metavar="ID|NAME", help="The microphone (default: the system's).")
 @click.option("--output-device", metavar="ID|NAME", help="The speaker (default: the system's).")
 @click.option(
-    "--seconds", type=click.FloatRange(1, 30), default=3.0, show_default=True, help="Recording."
+    "--seconds",
+    metavar="SECONDS",
+    type=click.FloatRange(1, 30),
+    default=3.0,
+    show_default=True,
+    help="How long to record.",
 )
 @click.option("--tts", "engine_name", metavar="NAME", help="The engine that says the sentence.")
 @click.pass_context
