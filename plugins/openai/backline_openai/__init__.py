@@ -1,25 +1,35 @@
-"""backline-openai: any OpenAI-compatible chat endpoint as backline's voice LLM.
+"""backline-openai: any OpenAI-compatible chat endpoint as backline's voice LLM, and
+OpenAI-compatible audio endpoints as speech engines.
 
 ``--llm openai -m MODEL`` on any front end; ``--base-url`` (``OPENAI_BASE_URL``)
 chooses the endpoint: OpenAI, Groq, Cerebras, OpenRouter, or a local Ollama,
-vLLM, llama.cpp or LM Studio server. ``OpenAILLM`` is imported on demand (it pulls
-in the ``openai`` package): ``from backline_openai.llm import OpenAILLM``.
+vLLM, llama.cpp or LM Studio server. The ``openai`` speech-to-text and text-to-speech
+engines speak ``/audio/transcriptions`` and ``/audio/speech`` (OpenAI, Groq, Speaches,
+whisper.cpp's server, Kokoro-FastAPI; ``OPENAI_AUDIO_BASE_URL`` when speech is served
+elsewhere than chat). ``OpenAILLM``, ``OpenAISTT`` and ``OpenAITTS`` are imported on
+demand (they pull in the ``openai`` package): ``from backline_openai.llm import
+OpenAILLM``.
 """
 
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from .llm import OpenAILLM
+    from .stt import OpenAISTT
+    from .tts import OpenAITTS
 
 __version__ = "0.1.0"
-__all__ = ["OpenAILLM", "__version__"]
+__all__ = ["OpenAILLM", "OpenAISTT", "OpenAITTS", "__version__"]
+
+_LAZY = {"OpenAILLM": "llm", "OpenAISTT": "stt", "OpenAITTS": "tts"}
 
 
 def __getattr__(name: str) -> Any:
-    # ``OpenAILLM`` pulls in ``openai``: loaded on first use, so that loading the
-    # plugin (on every ``backline`` start) stays fast.
-    if name == "OpenAILLM":
-        from .llm import OpenAILLM
+    # These pull in ``openai``: loaded on first use, so that loading the plugin (on
+    # every ``backline`` start) stays fast.
+    module = _LAZY.get(name)
+    if module is not None:
+        import importlib
 
-        return OpenAILLM
+        return getattr(importlib.import_module(f"{__name__}.{module}"), name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

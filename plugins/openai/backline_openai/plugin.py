@@ -1,6 +1,7 @@
-"""The plugin: registers the ``openai`` LLM and the ``--base-url`` front-end option.
+"""The plugin: registers the ``openai`` LLM, the ``openai`` speech-to-text and
+text-to-speech engines, and the ``--base-url`` front-end option.
 
-Nothing here imports ``openai``: the factory does, when a session is built.
+Nothing here imports ``openai``: the factories do, when a session or an engine is built.
 """
 
 from __future__ import annotations
@@ -11,12 +12,15 @@ from typing import TYPE_CHECKING, Any
 from backline import hookimpl
 from backline.llm import LLMError
 
+from . import _audio
 from ._endpoints import BASE_URL_ENV, DEFAULT_BASE_URL, Endpoint
 
 if TYPE_CHECKING:
-    from backline.plugins import RegisterLLM, RegisterOption
+    from backline.plugins import RegisterLLM, RegisterOption, RegisterSpeech
 
     from .llm import OpenAILLM
+    from .stt import OpenAISTT
+    from .tts import OpenAITTS
 
 DESCRIPTION = (
     "any OpenAI-compatible Chat Completions endpoint: OpenAI, Groq, Cerebras, OpenRouter, "
@@ -70,6 +74,70 @@ def register_options(register: RegisterOption) -> None:
         metavar="URL",
         help=(
             "The OpenAI-compatible endpoint for --llm openai, e.g. "
-            f"http://localhost:11434/v1 for Ollama (default: {DEFAULT_BASE_URL})."
+            f"http://localhost:11434/v1 for Ollama (default: {DEFAULT_BASE_URL}); "
+            "also the openai speech engines' unless OPENAI_AUDIO_BASE_URL is set."
         ),
+    )
+
+
+STT_DESCRIPTION = (
+    "OpenAI's transcription API or any compatible server (Groq, Speaches, whisper.cpp's "
+    "server): remote, the endpoint is OPENAI_AUDIO_BASE_URL, else --base-url / OPENAI_BASE_URL"
+)
+TTS_DESCRIPTION = (
+    "OpenAI's speech API or any compatible server (Kokoro-FastAPI, Speaches), streamed: "
+    "remote, the endpoint is OPENAI_AUDIO_BASE_URL, else --base-url / OPENAI_BASE_URL"
+)
+
+
+def openai_stt(
+    *, model: str | None = None, language: str | None = None, **options: Any
+) -> OpenAISTT:
+    """Build ``OpenAISTT``; a hosted endpoint without its key is an ``OpenAISpeechError``
+    that says what to do."""
+    from .stt import OpenAISTT
+
+    return OpenAISTT(model, language=language, **options)
+
+
+def openai_tts(
+    *,
+    model: str | None = None,
+    voice: str | None = None,
+    language: str | None = None,  # the API speaks the text's language: nothing to send
+    **options: Any,
+) -> OpenAITTS:
+    """Build ``OpenAITTS`` (see ``openai_stt``)."""
+    from .tts import OpenAITTS
+
+    return OpenAITTS(model, voice=voice, **options)
+
+
+@hookimpl
+def register_stt(register: RegisterSpeech) -> None:
+    register(
+        "openai",
+        openai_stt,
+        description=STT_DESCRIPTION,
+        local=False,
+        rank=0,
+        unavailable=_audio.unavailable,
+        models=_audio.STT_MODELS,
+        default_model=_audio.DEFAULT_STT_MODEL,
+    )
+
+
+@hookimpl
+def register_tts(register: RegisterSpeech) -> None:
+    register(
+        "openai",
+        openai_tts,
+        description=TTS_DESCRIPTION,
+        local=False,
+        rank=0,
+        unavailable=_audio.unavailable,
+        models=_audio.TTS_MODELS,
+        default_model=_audio.DEFAULT_TTS_MODEL,
+        voices=_audio.known_voices,
+        default_voice=_audio.DEFAULT_VOICE,
     )

@@ -8,6 +8,7 @@ from typing import Any
 import pytest
 from backline_openai.llm import OpenAILLM
 
+from tests.plugins.openai.fake_audio import FakeAudioServer
 from tests.plugins.openai.fake_openai import FakeOpenAIServer
 
 MakeLLM = Callable[..., OpenAILLM]
@@ -19,6 +20,7 @@ def _no_openai_environment(monkeypatch: pytest.MonkeyPatch) -> None:
     for name in (
         "OPENAI_API_KEY",
         "OPENAI_BASE_URL",
+        "OPENAI_AUDIO_BASE_URL",
         "OPENAI_ORG_ID",
         "OPENAI_PROJECT_ID",
         "OPENAI_CUSTOM_HEADERS",
@@ -33,6 +35,12 @@ def _no_openai_environment(monkeypatch: pytest.MonkeyPatch) -> None:
 @pytest.fixture
 def openai_server() -> Iterator[FakeOpenAIServer]:
     with FakeOpenAIServer() as server:
+        yield server
+
+
+@pytest.fixture
+def audio_server() -> Iterator[FakeAudioServer]:
+    with FakeAudioServer() as server:
         yield server
 
 
