@@ -3,6 +3,12 @@ ready, every wrong choice a click error naming the option, before anything start
 
 from __future__ import annotations
 
+import hashlib
+import http.server
+import os
+import socket
+import threading
+from pathlib import Path
 from typing import Any
 
 import click
@@ -13,6 +19,7 @@ import backline
 from backline.app import SpeechOptions, build_speech, speech_options
 from backline.plugins import PluginManager, RegisterSpeech
 from backline.speech import EnergyVAD
+from backline.speech.models import ModelFile, ModelSpec, is_downloaded
 
 
 class _Silent:
@@ -111,3 +118,83 @@ def test_the_options_reach_the_command_in_a_section_of_their_own() -> None:
     assert seen[-1] == SpeechOptions(stt="pocketsphinx", tts="kokoro")
     help_text = runner.invoke(talk, ["--help"]).output
     assert "Speech:" in help_text and "--tts-voice VOICE" in help_text
+
+
+class _Model(http.server.BaseHTTPRequestHandler):
+    body = os.urandom(300_000)
+
+    def do_GET(self) -> None:
+        self.send_response(200)
+        self.send_header("Content-Length", str(len(self.body)))
+        self.end_headers()
+        self.wfile.write(self.body)
+
+    def log_message(self, *args: object) -> None:
+        pass
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def _modelled(base: str) -> PluginManager:
+    spec = ModelSpec(
+        "modelled",
+        "small",
+        (
+            ModelFile(
+                "model.bin", f"{base}/model.bin", hashlib.sha256(_Model.body).hexdigest(), 300_000
+            ),
+        ),
+    )
+
+    class Modelled:
+        @backline.hookimpl
+        def register_stt(self, register: RegisterSpeech) -> None:
+            def needs_model() -> str | None:
+                return None if is_downloaded(spec) else "its model is not downloaded"
+
+            register(
+                "modelled", _Silent, models=(spec,), default_model="small", unavailable=needs_model
+            )
+
+    manager = PluginManager(entry_points=False).load()
+    manager.register(Engines(), name="engines")
+    manager.register(Modelled(), name="modelled")
+    return manager
+
+
+def test_a_model_the_user_asked_for_is_downloaded_on_first_use(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setenv("BACKLINE_MODELS_DIR", str(tmp_path))
+    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Model)
+    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
+    thread.start()
+    try:
+        manager = _modelled(f"http://127.0.0.1:{httpd.server_address[1]}")
+        with pytest.raises(click.UsageError, match=r"modelled \(its model is not downloaded"):
+            build_speech(manager, SpeechOptions(tts="picky"))  # never by default
+        engines = build_speech(manager, SpeechOptions(stt="modelled", tts="picky"))
+    finally:
+        httpd.shutdown()
+        httpd.server_close()
+        thread.join(5)
+    assert engines.entries[0].name == "modelled"
+    assert (tmp_path / "modelled" / "small" / "model.bin").read_bytes() == _Model.body
+    assert "modelled: downloading modelled/small (0 MB) into" in capsys.readouterr().err
+
+
+def test_offline_the_first_use_says_what_to_do(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("BACKLINE_MODELS_DIR", str(tmp_path))
+    manager = _modelled(f"http://127.0.0.1:{_free_port()}")  # nothing listens there
+    with pytest.raises(click.ClickException) as caught:
+        build_speech(manager, SpeechOptions(stt="modelled", tts="picky"))
+    message = caught.value.format_message()
+    assert message.startswith("--stt modelled: could not download modelled/small")
+    assert "Are you offline?" in message and "backline speech download modelled/small" in message
+    assert not (tmp_path / "modelled" / "small" / "model.bin").exists()

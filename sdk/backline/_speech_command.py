@@ -481,6 +481,8 @@ def _transcribe(entry: SpeechEngineEntry, engine: Any, recording: AudioFrame) ->
             async for transcript in stream:
                 if not transcript.final:
                     continue
+                if transcript.error is not None:
+                    raise click.ClickException(f"{entry.name} failed: {transcript.error}")
                 if transcript.text.strip():
                     finals.append(transcript.text.strip())
                 # The flush's final covers the end of the audio (an engine with no

@@ -6,7 +6,9 @@ section of its help; the command receives one ``SpeechOptions``. ``build_speech`
 turns them into engines (``SpeechEngines``): a name the user gave must be a
 registered engine that runs here, an engine left out is the best local one that is
 ready (``backline speech list`` shows which). Both are checked before anything
-starts, and each problem is a click error naming the option to change.
+starts, and each problem is a click error naming the option to change. A model the
+user asked for (``--stt whisper``, ``--stt-model small.en``) is downloaded on first
+use, with a progress bar on stderr; an engine chosen by default never downloads.
 
 Engines are built once per front end: a speech-to-text engine or a voice activity
 detector opens a stream per conversation, a text-to-speech engine synthesises per
@@ -16,6 +18,7 @@ call, so one set of engines serves every session of a process.
 from __future__ import annotations
 
 import functools
+import sys
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, TypeVar
@@ -24,6 +27,7 @@ import click
 
 from ..plugins import OptionSection, PluginError, PluginManager, SpeechEngineEntry, UnknownNameError
 from ..plugins._errors import closest
+from ..speech.models import DownloadError, ModelSpec, download, is_downloaded, model_dir
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -129,9 +133,9 @@ def build_speech(manager: PluginManager, options: SpeechOptions) -> SpeechEngine
     change: an unknown name, an engine that cannot run here, a model or voice it
     does not take). Blocking (an engine may load its model): call it before the event
     loop starts, or in a worker thread."""
-    stt = _choose(manager, "stt", options.stt, "--stt")
-    tts = _choose(manager, "tts", options.tts, "--tts")
-    vad = _choose(manager, "vad", options.vad, "--vad")
+    stt = _choose(manager, "stt", options.stt, "--stt", options.stt_model)
+    tts = _choose(manager, "tts", options.tts, "--tts", options.tts_model)
+    vad = _choose(manager, "vad", options.vad, "--vad", None)
     _check_voice(tts, options.tts_voice)
     built = (
         _build(stt, "--stt", model=options.stt_model, language=options.language),
@@ -147,18 +151,44 @@ def build_speech(manager: PluginManager, options: SpeechOptions) -> SpeechEngine
     return SpeechEngines(*built, entries=(stt, tts, vad), options=options)
 
 
-def _choose(manager: PluginManager, kind: str, name: str | None, flag: str) -> SpeechEngineEntry:
+def _choose(
+    manager: PluginManager, kind: str, name: str | None, flag: str, model: str | None
+) -> SpeechEngineEntry:
     try:
         entry = manager.speech_engine(kind, name)
     except UnknownNameError as e:
         raise click.BadParameter(str(e), param_hint=f"'{flag}'") from None
     except PluginError as e:
         raise click.UsageError(f"{e} (or choose one with {flag})") from None
+    if name is not None or model is not None:
+        # A model the user asked for (naming the engine or the model) is fetched on
+        # first use; an engine chosen by default is one whose model is already here.
+        _fetch_model(entry, model, flag)
     if name is not None:
         why = entry.why_unavailable()
         if why is not None:
             raise click.BadParameter(f"{name} cannot run here: {why}", param_hint=f"'{flag}'")
     return entry
+
+
+def _fetch_model(entry: SpeechEngineEntry, model: str | None, flag: str) -> None:
+    spec = entry.model(model)
+    if not isinstance(spec, ModelSpec) or is_downloaded(spec):
+        return
+    size = f"{spec.size / 1e6:,.0f} MB"
+    click.echo(f"{entry.name}: downloading {spec.id} ({size}) into {model_dir(spec)}", err=True)
+    with click.progressbar(length=spec.size, file=sys.stderr, show_eta=True) as bar:
+        shown = 0
+
+        def progress(done: int, total: int) -> None:
+            nonlocal shown
+            bar.update(done - shown)
+            shown = done
+
+        try:
+            download(spec, progress=progress)
+        except DownloadError as e:
+            raise click.ClickException(f"{flag} {entry.name}: {e}") from None
 
 
 def _check_voice(entry: SpeechEngineEntry, voice: str | None) -> None:

@@ -136,6 +136,8 @@ class SpeechInput:
                     if len(text.split()) >= self.min_interruption_words > 0:
                         self._barge_in()
                 continue
+            if transcript.error is not None:
+                logger.warning("the user's words were lost: %s", transcript.error)
             if text:
                 self.turns += 1
                 try:

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from typing import Protocol, runtime_checkable
@@ -21,12 +22,16 @@ from typing import Protocol, runtime_checkable
 from ..tasks import TaskScope
 from .frames import AudioFrame
 
+logger = logging.getLogger("backline.speech")
+
 __all__ = ["BatchSTT", "STTStream", "SpeechToText", "Transcript"]
 
 
 @dataclass(frozen=True)
 class Transcript:
-    """What the user said. ``start``/``end``: seconds of audio from the stream's start."""
+    """What the user said. ``start``/``end``: seconds of audio from the stream's start.
+    ``error``: the engine failed on this audio (``text`` is empty then); the stream
+    goes on with the next utterance."""
 
     text: str
     final: bool
@@ -34,6 +39,7 @@ class Transcript:
     end: float = 0.0
     confidence: float | None = None
     language: str | None = None
+    error: str | None = None
 
 
 @runtime_checkable
@@ -143,7 +149,14 @@ class _BatchStream:
             return
         text = ""
         if audio.data:
-            text = await asyncio.to_thread(self._engine.transcribe, audio)
+            try:
+                text = await asyncio.to_thread(self._engine.transcribe, audio)
+            except Exception as e:  # the engine failed: said once, the stream goes on
+                logger.error("%s could not transcribe: %s", self._engine.name, e, exc_info=e)
+                if final:
+                    why = f"{type(e).__name__}: {e}" if str(e) else type(e).__name__
+                    self._queue.put_nowait(Transcript("", True, start, end, error=why))
+                return
         self._queue.put_nowait(Transcript(" ".join(text.split()), final, start, end))
 
     async def __anext__(self) -> Transcript:
