@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import importlib.util
 import os
+from dataclasses import replace
 
 from ._endpoints import Endpoint
 
@@ -62,8 +63,13 @@ class OpenAISpeechError(RuntimeError):
 
 
 def audio_endpoint(base_url: str | None = None) -> Endpoint:
-    """The endpoint of the audio API (see the module doc)."""
-    return Endpoint.of(base_url or os.environ.get(AUDIO_BASE_URL_ENV) or None)
+    """The endpoint of the audio API (see the module doc). A server of your own is
+    named "OpenAI-compatible" (its port says which chat server it may be, not which
+    speech server)."""
+    endpoint = Endpoint.of(base_url or os.environ.get(AUDIO_BASE_URL_ENV) or None)
+    if endpoint.key_required:  # a hosted API: OpenAI, Groq ...
+        return endpoint
+    return replace(endpoint, name="OpenAI-compatible", model_hint="")
 
 
 def default_stt_model(endpoint: Endpoint) -> str:

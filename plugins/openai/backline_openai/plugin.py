@@ -82,11 +82,11 @@ def register_options(register: RegisterOption) -> None:
 
 STT_DESCRIPTION = (
     "OpenAI's transcription API or any compatible server (Groq, Speaches, whisper.cpp's "
-    "server): remote, the endpoint is OPENAI_AUDIO_BASE_URL, else --base-url / OPENAI_BASE_URL"
+    "server); the endpoint: OPENAI_AUDIO_BASE_URL, else --base-url / OPENAI_BASE_URL"
 )
 TTS_DESCRIPTION = (
-    "OpenAI's speech API or any compatible server (Kokoro-FastAPI, Speaches), streamed: "
-    "remote, the endpoint is OPENAI_AUDIO_BASE_URL, else --base-url / OPENAI_BASE_URL"
+    "OpenAI's speech API or any compatible server (Kokoro-FastAPI, Speaches), streamed; "
+    "the endpoint: OPENAI_AUDIO_BASE_URL, else --base-url / OPENAI_BASE_URL"
 )
 
 

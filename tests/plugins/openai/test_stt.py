@@ -211,3 +211,33 @@ def test_each_endpoint_has_its_default_model(monkeypatch: pytest.MonkeyPatch) ->
         "https://api.openai.com/v1": "gpt-4o-mini-transcribe",
         "https://api.groq.com/openai/v1": "whisper-large-v3-turbo",
     }
+
+
+def test_a_server_of_your_own_is_named_for_what_it_is() -> None:
+    stt = OpenAISTT(base_url="http://localhost:8000/v1")  # Speaches' port (and vLLM's)
+    assert stt.endpoint.name == "OpenAI-compatible"
+    stt.close()
+
+
+async def test_a_failed_utterance_gives_its_error_and_the_stream_goes_on(
+    audio_server: FakeAudioServer,
+) -> None:
+    audio_server.push(fa.error(429), fa.Transcript("second try"))
+    stt = make(audio_server)
+    stream = stt.stream()
+    finals: list[Transcript] = []
+    try:
+        for _ in range(2):
+            for frame in split_frames(tone(0.3), 0.02):
+                stream.push(frame)
+            stream.flush()
+        async for transcript in stream:
+            finals.append(transcript)
+            if len(finals) == 2:
+                break
+    finally:
+        await stream.aclose()
+    assert finals[0].text == "" and finals[0].error is not None
+    assert "transcription error 429" in finals[0].error
+    assert finals[1].text == "second try" and finals[1].error is None
+    stt.close()
