@@ -482,7 +482,7 @@ def _transcribe(entry: SpeechEngineEntry, engine: Any, recording: AudioFrame) ->
                 if not transcript.final:
                     continue
                 if transcript.error is not None:
-                    raise click.ClickException(f"{entry.name} failed: {transcript.error}")
+                    raise click.ClickException(transcript.error)
                 if transcript.text.strip():
                     finals.append(transcript.text.strip())
                 # The flush's final covers the end of the audio (an engine with no

@@ -152,9 +152,10 @@ class _BatchStream:
             try:
                 text = await asyncio.to_thread(self._engine.transcribe, audio)
             except Exception as e:  # the engine failed: said once, the stream goes on
-                logger.error("%s could not transcribe: %s", self._engine.name, e, exc_info=e)
+                logger.warning("%s could not transcribe: %s", self._engine.name, e)
+                logger.debug("the engine's error", exc_info=e)
                 if final:
-                    why = f"{type(e).__name__}: {e}" if str(e) else type(e).__name__
+                    why = str(e) or type(e).__name__
                     self._queue.put_nowait(Transcript("", True, start, end, error=why))
                 return
         self._queue.put_nowait(Transcript(" ".join(text.split()), final, start, end))
