@@ -2,9 +2,11 @@
 
 Each takes the front-end options of ``backline console`` (``--background``,
 ``--agent``, ``--llm``, ``-m``, ``--instructions``, and plugins' options) plus
-``--stt``, ``--tts`` and ``--vad``. Everything is checked before LiveKit starts:
-the LLM's key, the backgrounds and agent, the speech providers, and for a worker
-the LiveKit credentials and that the server answers.
+``--stt``, ``--tts`` and ``--vad`` (LiveKit's providers, or backline's own speech
+engines, with ``--tts-voice`` and ``--language``). Everything is checked before
+LiveKit starts: the LLM's key, the backgrounds and agent, the speech providers and
+engines (a backline engine is built then, its model loaded), and for a worker the
+LiveKit credentials and that the server answers.
 """
 
 from __future__ import annotations
@@ -32,21 +34,38 @@ def speech_options(command: Any) -> Any:
                 "--stt",
                 envvar="BACKLINE_LIVEKIT_STT",
                 metavar="SPEC",
-                help="Speech to text: a LiveKit plugin (NAME or NAME:MODEL, e.g. openai) or a "
-                "LiveKit Inference model (provider/model; default deepgram/nova-3).",
+                help="Speech to text: a LiveKit Inference model (provider/model; default "
+                "deepgram/nova-3), a LiveKit plugin (NAME or NAME:MODEL, e.g. openai), or one "
+                "of backline's engines (NAME or NAME:MODEL, e.g. whisper:base.en, pocketsphinx; "
+                "backline:NAME when a LiveKit plugin has the same name).",
             ),
             click.option(
                 "--tts",
                 envvar="BACKLINE_LIVEKIT_TTS",
                 metavar="SPEC",
-                help="Text to speech: a LiveKit plugin (NAME or NAME:MODEL) or a LiveKit "
-                "Inference model (provider/model[:voice]; default cartesia/sonic-3).",
+                help="Text to speech, the same way: a LiveKit Inference model "
+                "(provider/model[:voice]; default cartesia/sonic-3), a LiveKit plugin, or one "
+                "of backline's engines (e.g. kokoro, piper, espeak).",
             ),
             click.option(
                 "--vad",
                 envvar="BACKLINE_LIVEKIT_VAD",
                 metavar="SPEC",
-                help="Voice activity detection: silero (default, bundled), none, or a plugin.",
+                help="Voice activity detection: silero (default, LiveKit's bundled model), "
+                "none, a LiveKit plugin, or one of backline's detectors (energy, "
+                "backline:silero).",
+            ),
+            click.option(
+                "--tts-voice",
+                envvar="BACKLINE_LIVEKIT_TTS_VOICE",
+                metavar="VOICE",
+                help="The voice of backline's --tts engine (`backline speech list`).",
+            ),
+            click.option(
+                "--language",
+                envvar="BACKLINE_LIVEKIT_LANGUAGE",
+                metavar="CODE",
+                help="The language spoken (e.g. en, fr), for backline's --stt and --tts engines.",
             ),
         ]
     ):
@@ -85,22 +104,32 @@ def check_session(ctx: click.Context, options: SessionOptions) -> None:
     build_session(plugin_manager(ctx), options)
 
 
-def check_speech(stt: str | None, tts: str | None, vad: str | None) -> None:
+def check_speech(
+    ctx: click.Context,
+    stt: str | None,
+    tts: str | None,
+    vad: str | None,
+    tts_voice: str | None = None,
+    language: str | None = None,
+) -> None:
     """Build the speech providers once, so a wrong name or a missing key fails now:
-    a name is a usage error, a missing key one line saying what to set."""
-    from .providers import MissingCredentials, ProviderError, make_stt, make_tts, make_vad
+    a name is a usage error naming its option, a missing key one line saying what to
+    set. A backline engine is built (its model loaded) and kept for this process."""
+    from .providers import MissingCredentials, ProviderError, make_speech
 
-    for flag, make, spec in (("--stt", make_stt, stt), ("--tts", make_tts, tts)):
-        try:
-            make(spec)
-        except MissingCredentials as e:
-            raise click.ClickException(str(e)) from None
-        except ProviderError as e:
-            raise click.BadParameter(str(e), param_hint=f"'{flag}'") from None
     try:
-        make_vad(vad)
+        make_speech(
+            stt,
+            tts,
+            vad,
+            tts_voice=tts_voice,
+            language=language,
+            manager=lambda: plugin_manager(ctx),
+        )
+    except MissingCredentials as e:
+        raise click.ClickException(str(e)) from None
     except ProviderError as e:
-        raise click.BadParameter(str(e), param_hint="'--vad'") from None
+        raise click.BadParameter(str(e), param_hint=f"'{e.flag or '--stt'}'") from None
 
 
 def check_server(url: str | None, api_key: str | None, api_secret: str | None) -> str:
@@ -171,7 +200,7 @@ def _device(device: str | None) -> int | str | None:
 
 def check_text_console(ctx: click.Context) -> None:
     """Text mode uses no audio and needs a terminal (LiveKit's prompt reads keys)."""
-    for name in ("stt", "tts", "vad", "input_device", "output_device"):
+    for name in ("stt", "tts", "vad", "tts_voice", "language", "input_device", "output_device"):
         if ctx.get_parameter_source(name) is click.core.ParameterSource.COMMANDLINE:
             flag = "--" + name.replace("_", "-")
             raise click.UsageError(
@@ -202,6 +231,8 @@ def console(
     stt: str | None,
     tts: str | None,
     vad: str | None,
+    tts_voice: str | None,
+    language: str | None,
     text: bool,
     input_device: str | None,
     output_device: str | None,
@@ -221,8 +252,10 @@ def console(
         run_text_console(build_server(config, console=True))
         return
     check_console_audio(input_device, output_device)
-    check_speech(stt, tts, vad)
-    config = _export_config(session_options, stt=stt, tts=tts, vad=vad)
+    check_speech(ctx, stt, tts, vad, tts_voice, language)
+    config = _export_config(
+        session_options, stt=stt, tts=tts, vad=vad, tts_voice=tts_voice, language=language
+    )
     from livekit.agents.cli import _legacy
 
     from ._console import console_owns_logging
@@ -250,12 +283,11 @@ def _run_worker(
     check_session(ctx, session_options)
     url = check_server(opts["url"], opts["api_key"], opts["api_secret"])
     os.environ.update({ENV_URL: url, ENV_KEY: opts["api_key"], ENV_SECRET: opts["api_secret"]})
-    check_speech(opts["stt"], opts["tts"], opts["vad"])
+    speech = {k: opts[k] for k in ("stt", "tts", "vad", "tts_voice", "language")}
+    check_speech(ctx, **speech)
     config = _export_config(
         session_options,
-        stt=opts["stt"],
-        tts=opts["tts"],
-        vad=opts["vad"],
+        **speech,
         agent_name=opts["agent_name"],
         max_sessions=opts["max_sessions"],
     )

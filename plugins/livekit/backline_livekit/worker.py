@@ -14,6 +14,7 @@ lets running conversations finish, then closes what is left.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
 import os
@@ -22,7 +23,7 @@ from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from livekit.agents import AgentServer, JobContext
+    from livekit.agents import AgentServer, JobContext, JobProcess
 
     from backline import Agent, Session
     from backline.app import SessionOptions
@@ -33,6 +34,8 @@ logger = logging.getLogger("backline.livekit")
 
 ENV_CONFIG = "BACKLINE_LIVEKIT_CONFIG"
 DEFAULT_AGENT_NAME = "backline"
+PREWARM_TIMEOUT = 120.0
+"""Seconds a new job process gets to load backline's speech models (``prewarm``)."""
 SHUTDOWN_TIMEOUT = 30.0
 """Seconds a job process gets to close its session (backgrounds included) before LiveKit
 kills it. backline's close is bounded well below this."""
@@ -50,6 +53,8 @@ class WorkerConfig:
     stt: str | None = None
     tts: str | None = None
     vad: str | None = None
+    tts_voice: str | None = None
+    language: str | None = None
     agent_name: str = DEFAULT_AGENT_NAME
     max_sessions: int | None = None
     extra: dict[str, str] = field(default_factory=dict)
@@ -80,6 +85,16 @@ class WorkerConfig:
             agent=self.agent,
             mcp_config=self.mcp_config,
         )
+
+    def speech_choices(self) -> dict[str, Any]:
+        """``make_speech``'s arguments."""
+        return {
+            "stt": self.stt,
+            "tts": self.tts,
+            "vad": self.vad,
+            "tts_voice": self.tts_voice,
+            "language": self.language,
+        }
 
     def to_env(self) -> str:
         return json.dumps(asdict(self))
@@ -116,10 +131,12 @@ async def run_job(
     """The entrypoint's work: bridge a new backline session into the job's room.
 
     ``speech`` overrides the STT/TTS/VAD built from ``config`` (tests pass fakes).
-    The session closes (bounded, backgrounds included) when the job shuts down.
+    backline's own engines are built in a worker thread (a model may load) unless the
+    process has them already (``prewarm``). The session closes (bounded, backgrounds
+    included) when the job shuts down.
     """
     from .bridge import LiveKitBridge
-    from .providers import make_stt, make_tts, make_vad
+    from .providers import make_speech, prepare_engines
 
     config = config or WorkerConfig.from_env()
     session, agent = build(config)
@@ -128,17 +145,30 @@ async def run_job(
         # Text only: no provider, no key, no model to load, no turn detector.
         speech = {"vad": None, "turn_handling": {"turn_detection": None}}
     if speech is None:
-        speech = {
-            "stt": make_stt(config.stt),
-            "tts": make_tts(config.tts),
-            "vad": make_vad(config.vad),
-        }
+        choices = config.speech_choices()
+        await asyncio.to_thread(prepare_engines, **choices)
+        speech = make_speech(**choices)
     lk_session = bridge.agent_session(**speech)
     ctx.add_shutdown_callback(bridge.aclose)
     if on_bridge is not None:
         on_bridge(bridge)
     await bridge.start(lk_session, agent, room=ctx.room)
     return bridge
+
+
+def prewarm(proc: JobProcess) -> None:
+    """A job process's setup, before its first conversation: backline's speech engines
+    (``--stt whisper`` ...) are built and their models loaded now, not while a caller
+    waits. A failure is logged; the job then says it again."""
+    config = WorkerConfig.from_env()
+    if config.text:
+        return
+    from .providers import ProviderError, prepare_engines
+
+    try:
+        prepare_engines(**config.speech_choices())
+    except ProviderError as e:
+        logger.error("livekit: backline's speech engines could not be prepared: %s", e)
 
 
 async def entrypoint(ctx: JobContext) -> None:
@@ -198,6 +228,8 @@ def build_server(
 
     options: dict[str, Any] = {
         "load_fnc": load,
+        "setup_fnc": prewarm,
+        "initialize_process_timeout": PREWARM_TIMEOUT,
         "shutdown_process_timeout": SHUTDOWN_TIMEOUT,
     }
     if drain_timeout is not None:

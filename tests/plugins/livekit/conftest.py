@@ -87,10 +87,13 @@ async def bridged(
     *,
     background: Iterable[BackgroundDefinition] = (),
     user_away_timeout: float | None = None,
+    audio_input: Any = None,
+    audio_output: Any = None,
     **lk_options: Any,
 ) -> AsyncIterator[Bridged]:
-    """A started bridge (text mode unless ``lk_options`` give audio); closed after,
-    and then nothing may be left running."""
+    """A started bridge (text mode unless ``lk_options`` give audio: a microphone hearing
+    silence, or ``audio_input``, and a real-time speaker, or ``audio_output``); closed
+    after, and then nothing may be left running."""
     before = set(asyncio.all_tasks())
     closers: list[Any] = []
     session: Session[Any] = Session(
@@ -106,10 +109,10 @@ async def bridged(
         from .fakes import FakeAudioInput, FakeAudioOutput
 
         sync = TranscriptSynchronizer(
-            next_in_chain_audio=FakeAudioOutput(), next_in_chain_text=None
+            next_in_chain_audio=audio_output or FakeAudioOutput(), next_in_chain_text=None
         )
         closers.append(sync)
-        lk.input.audio = FakeAudioInput()
+        lk.input.audio = audio_input or FakeAudioInput()
         lk.output.audio = sync.audio_output
         lk.output.transcription = sync.text_output
     b = Bridged(session, bridge, lk)

@@ -189,17 +189,36 @@ class FakeAudioInput(AudioInput):
         return silence(0.02)
 
 
+class RecordedAudioInput(AudioInput):
+    """A microphone hearing ``frames`` (then silence), each in its own time, in real time."""
+
+    def __init__(self, frames: list[rtc.AudioFrame]) -> None:
+        super().__init__(label="recorded microphone")
+        self._frames = list(frames)
+        self.heard = asyncio.Event()  # every frame was read
+
+    async def __anext__(self) -> rtc.AudioFrame:
+        frame = self._frames.pop(0) if self._frames else silence(0.02)
+        if not self._frames:
+            self.heard.set()
+        await asyncio.sleep(frame.duration)
+        return frame
+
+
 class FakeAudioOutput(AudioOutput):
-    """A speaker that plays in real time and reports how much it played."""
+    """A speaker that plays in real time and reports how much it played; ``frames``:
+    everything it was given, in order."""
 
     def __init__(self) -> None:
         super().__init__(label="fake speaker", capabilities=AudioOutputCapabilities(pause=False))
+        self.frames: list[rtc.AudioFrame] = []
         self._started_at: float | None = None
         self._pushed = 0.0
         self._finish: asyncio.TimerHandle | None = None
 
     async def capture_frame(self, frame: rtc.AudioFrame) -> None:
         await super().capture_frame(frame)
+        self.frames.append(frame)
         if self._started_at is None:
             self._started_at = time.time()
             self.on_playback_started(created_at=self._started_at)
