@@ -1,0 +1,675 @@
+"""The microphone and the speaker: PortAudio through ``sounddevice`` (the SDK's extra
+``audio``: ``pip install 'backline[audio]'``), imported only when a device is used.
+
+- ``list_devices()``: the devices PortAudio sees, as ``AudioDevice`` values.
+- ``choose_device(devices, wanted, kind)``: the device an option names (an index, or
+  part of a name, case-insensitive), or the system's default; a pure function.
+- ``Microphone``: an ``AudioSource``: ``async with Microphone() as mic: async for
+  frame in mic``. Frames of ``frame_seconds`` at ``sample_rate``, mono, whatever the
+  device's own rate and channels.
+- ``Speaker``: an ``AudioSink`` (``SpeechOutput`` speaks into it): ``write`` never
+  blocks, ``clear`` stops at once, ``played`` counts what the device took.
+
+Threads: PortAudio calls each stream's callback on its own thread. The microphone's
+callback copies the block and hands it to the event loop with
+``loop.call_soon_threadsafe``, nothing else; the speaker's callback takes bytes from a
+buffer guarded by a ``threading.Lock`` (held for a copy, never across a wait) and
+wakes the loop the same way. Opening and closing a stream (blocking calls into
+PortAudio) run on a short-lived thread with a bound, so a stuck driver fails in one
+line instead of hanging the loop.
+
+Every failure is a ``DeviceError`` with a one-line message saying what to do: the
+package or PortAudio missing, no device, a name that matches none or several (the
+devices listed), a device that stops delivering.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import importlib
+import logging
+import threading
+from collections import deque
+from collections.abc import AsyncIterator, Callable, Sequence
+from dataclasses import dataclass
+from typing import Any, Literal, Protocol, TypeVar, runtime_checkable
+
+from ._pcm import SAMPLE_WIDTH, Resampler, downmix, upmix
+from .frames import AudioFrame
+
+__all__ = [
+    "AudioDevice",
+    "AudioSource",
+    "DeviceError",
+    "Microphone",
+    "Speaker",
+    "choose_device",
+    "list_devices",
+]
+
+logger = logging.getLogger("backline.speech")
+
+Kind = Literal["input", "output"]
+T = TypeVar("T")
+
+INSTALL_PACKAGE = "pip install 'backline[audio]' (the sounddevice package)"
+INSTALL_PORTAUDIO = "apt install libportaudio2 (macOS: brew install portaudio)"
+OPTION = {"input": "--input-device", "output": "--output-device"}
+WHAT = {"input": "microphone", "output": "speaker"}
+OPEN_TIMEOUT = 5.0  # seconds to open or close a stream
+STALL = 5.0  # seconds a started microphone may go without delivering audio
+GRACE = 5.0  # seconds a speaker may take beyond the audio queued to play it
+
+
+class DeviceError(RuntimeError):
+    """A device cannot be used; the message is one line saying what to do."""
+
+
+@dataclass(frozen=True, slots=True)
+class AudioDevice:
+    """A device as PortAudio lists it. ``index`` is what ``device=`` (or
+    ``--input-device``) takes; the channels say whether it records, plays, or both."""
+
+    index: int
+    name: str
+    input_channels: int
+    output_channels: int
+    default_sample_rate: int
+    host_api: str = ""
+    is_default_input: bool = False
+    is_default_output: bool = False
+
+    def channels(self, kind: Kind) -> int:
+        return self.input_channels if kind == "input" else self.output_channels
+
+    def __str__(self) -> str:
+        defaults = [
+            k
+            for k, d in (("input", self.is_default_input), ("output", self.is_default_output))
+            if d
+        ]
+        mark = f", default {' and '.join(defaults)}" if defaults else ""
+        api = f", {self.host_api}" if self.host_api else ""
+        return (
+            f"{self.index} {self.name!r} ({self.input_channels} in, {self.output_channels} out, "
+            f"{self.default_sample_rate} Hz{api}{mark})"
+        )
+
+
+@runtime_checkable
+class AudioSource(Protocol):
+    """Where frames come from: a ``Microphone``, a ``WavInput`` (a file played as the
+    microphone). ``start()`` (or ``async with``), then ``async for frame in source``;
+    ``aclose()`` ends the iteration. Frames are mono at ``sample_rate``."""
+
+    @property
+    def sample_rate(self) -> int: ...
+
+    async def start(self) -> None: ...
+
+    async def aclose(self) -> None: ...
+
+    def __aiter__(self) -> AsyncIterator[AudioFrame]: ...
+
+
+# -- the package and the devices -----------------------------------------------------------------
+def _sounddevice() -> Any:
+    """The ``sounddevice`` module, or a ``DeviceError`` saying what to install."""
+    try:
+        return importlib.import_module("sounddevice")
+    except ImportError:
+        raise DeviceError(
+            f"the microphone and speaker need the sounddevice package: {INSTALL_PACKAGE}"
+        ) from None
+    except OSError:  # sounddevice is there, the PortAudio library is not
+        raise DeviceError(
+            f"the microphone and speaker need the PortAudio library: {INSTALL_PORTAUDIO}"
+        ) from None
+
+
+def _one_line(e: BaseException) -> str:
+    return " ".join(str(e).split()) or type(e).__name__
+
+
+def _query(sd: Any) -> list[AudioDevice]:
+    try:
+        infos = list(sd.query_devices())
+        default_in, default_out = (int(i) for i in sd.default.device)
+    except Exception as e:  # PortAudioError: the host's audio system refused
+        raise DeviceError(f"PortAudio could not list the audio devices: {_one_line(e)}") from None
+    if default_in < 0 or default_out < 0:  # no default set: PortAudio's own
+        try:
+            pa_in, pa_out = (int(i) for i in sd.default._default_device)
+        except Exception:
+            pa_in = pa_out = -1
+        default_in = default_in if default_in >= 0 else pa_in
+        default_out = default_out if default_out >= 0 else pa_out
+    apis: dict[int, str] = {}
+    devices = []
+    for position, info in enumerate(infos):
+        index = int(info.get("index", position))
+        api = int(info.get("hostapi", -1))
+        if api not in apis:
+            try:
+                apis[api] = str(sd.query_hostapis(api)["name"])
+            except Exception:
+                apis[api] = ""
+        devices.append(
+            AudioDevice(
+                index=index,
+                name=str(info["name"]),
+                input_channels=int(info.get("max_input_channels", 0)),
+                output_channels=int(info.get("max_output_channels", 0)),
+                default_sample_rate=int(info.get("default_samplerate") or 0),
+                host_api=apis[api],
+                is_default_input=index == default_in,
+                is_default_output=index == default_out,
+            )
+        )
+    return devices
+
+
+def list_devices() -> list[AudioDevice]:
+    """The audio devices PortAudio sees (a ``DeviceError`` without the package or the
+    library). Blocking: PortAudio asks the system; call it before the loop is busy."""
+    return _query(_sounddevice())
+
+
+def _listing(devices: Sequence[AudioDevice], kind: Kind) -> str:
+    capable = [d for d in devices if d.channels(kind) > 0]
+    if not capable:
+        return f"there is no {WHAT[kind]}"
+    return f"the {WHAT[kind]}s are " + "; ".join(f"{d.index} {d.name!r}" for d in capable)
+
+
+def choose_device(
+    devices: Sequence[AudioDevice], wanted: int | str | None, kind: Kind
+) -> AudioDevice:
+    """The device ``wanted`` names among ``devices`` for ``kind`` ("input": a
+    microphone; "output": a speaker): an index (``3`` or ``"3"``), or part of a name,
+    case-insensitive (a name matched whole wins over names that contain it); ``None``:
+    the system's default, else the first device that can. A ``DeviceError`` when none
+    or several match, listing the devices that could."""
+    capable = [d for d in devices if d.channels(kind) > 0]
+    what, option = WHAT[kind], OPTION[kind]
+    if wanted is None:
+        for d in capable:
+            if d.is_default_input if kind == "input" else d.is_default_output:
+                return d
+        if capable:
+            return capable[0]
+        raise DeviceError(
+            f"no {what} found: connect one, or choose a device with {option} "
+            f"(an index or part of its name)"
+        )
+    text = str(wanted).strip()
+    if isinstance(wanted, int) or text.isdigit():
+        index = int(text)
+        for d in devices:
+            if d.index == index:
+                if d.channels(kind) > 0:
+                    return d
+                raise DeviceError(
+                    f"device {index} ({d.name!r}) is not a {what}: choose another with "
+                    f"{option}; {_listing(devices, kind)}"
+                )
+        raise DeviceError(
+            f"there is no device {index}: choose one with {option}; {_listing(devices, kind)}"
+        )
+    needle = text.lower()
+    matches = [d for d in capable if needle in d.name.lower()]
+    exact = [d for d in matches if d.name.lower() == needle]
+    if len(matches) == 1 or len(exact) == 1:
+        return exact[0] if len(exact) == 1 else matches[0]
+    if not matches:
+        raise DeviceError(
+            f"no {what} matches {text!r}: choose one with {option}; {_listing(devices, kind)}"
+        )
+    names = "; ".join(f"{d.index} {d.name!r}" for d in matches)
+    raise DeviceError(
+        f"{len(matches)} {what}s match {text!r}: choose one with {option} (its index or "
+        f"more of its name): {names}"
+    )
+
+
+def _stream_format(sd: Any, device: AudioDevice, kind: Kind, rate: int) -> tuple[int, int]:
+    """The (rate, channels) to open ``device`` with: ``rate`` mono if it takes that, else
+    its own rate, else its own rate with up to two channels (converted here)."""
+    check = sd.check_input_settings if kind == "input" else sd.check_output_settings
+    tries = [(rate, 1), (device.default_sample_rate, 1)]
+    tries.append((device.default_sample_rate, max(1, min(2, device.channels(kind)))))
+    for r, c in tries:
+        if r <= 0:
+            continue
+        try:
+            check(device=device.index, channels=c, dtype="int16", samplerate=r)
+        except Exception:
+            continue
+        return r, c
+    raise DeviceError(
+        f"the {WHAT[kind]} {device.name!r} takes neither {rate} Hz nor its own "
+        f"{device.default_sample_rate} Hz as 16-bit audio: choose another with {OPTION[kind]}"
+    )
+
+
+async def _off_loop(call: Callable[[], T], what: str, cleanup: Callable[[T], None]) -> T:
+    """``call()`` on a daemon thread, awaited for at most ``OPEN_TIMEOUT`` (a stuck driver
+    hangs neither the loop nor the interpreter's exit). A result that comes after the
+    bound, or after the caller was cancelled, goes to ``cleanup`` on a thread of its own."""
+    loop = asyncio.get_running_loop()
+    done: asyncio.Future[T] = loop.create_future()
+    abandoned = False  # read and written on the loop only
+
+    def discard(result: T) -> None:
+        threading.Thread(
+            target=cleanup, args=(result,), name=f"backline {what}", daemon=True
+        ).start()
+
+    def settle(result: T, error: BaseException | None) -> None:
+        if abandoned or done.done():
+            if error is None:
+                discard(result)
+        elif error is not None:
+            done.set_exception(error)
+        else:
+            done.set_result(result)
+
+    def run() -> None:
+        result: Any = None
+        error: BaseException | None = None
+        try:
+            result = call()
+        except BaseException as e:
+            error = e
+        try:
+            loop.call_soon_threadsafe(settle, result, error)
+        except RuntimeError:  # the loop closed meanwhile
+            if error is None:
+                cleanup(result)
+
+    threading.Thread(target=run, name=f"backline {what}", daemon=True).start()
+    try:
+        return await asyncio.wait_for(asyncio.shield(done), OPEN_TIMEOUT)
+    except TimeoutError:
+        abandoned = True
+        raise DeviceError(
+            f"{what} did not answer in {OPEN_TIMEOUT:g} s: is another program using the "
+            "device? Choose another, or restart the audio service"
+        ) from None
+    except asyncio.CancelledError:
+        abandoned = True
+        if done.done() and not done.cancelled() and done.exception() is None:
+            discard(done.result())
+        raise
+
+
+def _close_stream(stream: Any) -> None:
+    try:
+        stream.abort()
+    finally:
+        stream.close()
+
+
+@dataclass(slots=True)
+class _Opened:
+    stream: Any
+    device: AudioDevice
+    rate: int
+    channels: int
+
+
+def _open(
+    kind: Kind,
+    wanted: int | str | None,
+    rate: int,
+    blocksize: int,
+    callback: Callable[..., None],
+    finished: Callable[[], None],
+) -> _Opened:
+    """Runs off the loop: import, choose, open and start one stream."""
+    sd = _sounddevice()
+    device = choose_device(_query(sd), wanted, kind)
+    stream_rate, channels = _stream_format(sd, device, kind, rate)
+    cls = sd.RawInputStream if kind == "input" else sd.RawOutputStream
+    try:
+        stream = cls(
+            samplerate=stream_rate,
+            blocksize=round(blocksize * stream_rate / rate) if blocksize else 0,
+            device=device.index,
+            channels=channels,
+            dtype="int16",
+            callback=callback,
+            finished_callback=finished,
+        )
+    except Exception as e:  # PortAudioError: busy, unplugged, refused
+        raise DeviceError(
+            f"could not open the {WHAT[kind]} {device.name!r}: {_one_line(e)}; choose another "
+            f"with {OPTION[kind]}"
+        ) from None
+    try:
+        stream.start()
+    except Exception as e:
+        _close_stream(stream)
+        raise DeviceError(
+            f"could not start the {WHAT[kind]} {device.name!r}: {_one_line(e)}; choose "
+            f"another with {OPTION[kind]}"
+        ) from None
+    return _Opened(stream, device, int(stream_rate), channels)
+
+
+def _cleanup_opened(opened: _Opened) -> None:
+    try:
+        _close_stream(opened.stream)
+    except Exception as e:  # pragma: no cover - a driver failing on close
+        logger.debug("closing an abandoned stream: %s", e)
+
+
+# -- the microphone --------------------------------------------------------------------------------
+class Microphone:
+    """Frames from a microphone (see the module doc). ``device``: an index or part of a
+    name (``None``: the system's default). Frames are ``frame_seconds`` long, mono, at
+    ``sample_rate``. If the loop falls behind by more than ``max_queued`` seconds the
+    oldest frames are dropped and counted in ``dropped``. Iteration ends at
+    ``aclose()``; it raises ``DeviceError`` if the device stops (unplugged) or
+    delivers nothing for ``STALL`` seconds."""
+
+    def __init__(
+        self,
+        device: int | str | None = None,
+        *,
+        sample_rate: int = 16000,
+        frame_seconds: float = 0.02,
+        max_queued: float = 2.0,
+    ) -> None:
+        if sample_rate <= 0 or frame_seconds <= 0:
+            raise ValueError("sample_rate and frame_seconds must be positive")
+        self.wanted = device
+        self.sample_rate = sample_rate
+        self.frame_seconds = frame_seconds
+        self._frame_bytes = max(1, round(frame_seconds * sample_rate)) * SAMPLE_WIDTH
+        self._max_frames = max(1, round(max_queued / frame_seconds))
+        self.device: AudioDevice | None = None  # once started
+        self.latency = 0.0  # seconds PortAudio reports for the input, once started
+        self.dropped = 0  # frames dropped because the loop fell behind
+        self._opened: _Opened | None = None
+        self._resampler: Resampler | None = None
+        self._pending = bytearray()
+        self._frames: deque[AudioFrame] = deque()
+        self._ready = asyncio.Event()
+        self._failure: DeviceError | None = None
+        self._closed = False
+
+    async def start(self) -> None:
+        if self._opened is not None or self._closed:
+            raise RuntimeError("a Microphone starts once")
+        loop = asyncio.get_running_loop()
+
+        def callback(indata: Any, frames: int, time: Any, status: Any) -> None:
+            data = bytes(indata)  # PortAudio reuses its buffer: copy before handing over
+            try:
+                loop.call_soon_threadsafe(self._arrived, data)
+            except RuntimeError:  # the loop is closed: stop the stream
+                raise importlib.import_module("sounddevice").CallbackAbort from None
+
+        def finished() -> None:
+            try:
+                loop.call_soon_threadsafe(self._device_stopped)
+            except RuntimeError:
+                pass
+
+        opened = await _off_loop(
+            lambda: _open(
+                "input",
+                self.wanted,
+                self.sample_rate,
+                self._frame_bytes // SAMPLE_WIDTH,
+                callback,
+                finished,
+            ),
+            "the microphone",
+            _cleanup_opened,
+        )
+        if self._closed:  # closed while opening
+            await _off_loop(lambda: _cleanup_opened(opened), "closing the microphone", _noop)
+            return
+        self._opened, self.device = opened, opened.device
+        self.latency = float(getattr(opened.stream, "latency", 0.0) or 0.0)
+        self._resampler = Resampler(opened.rate, self.sample_rate)
+
+    def _arrived(self, data: bytes) -> None:
+        """On the loop: one block from the device → frames of ``frame_seconds``."""
+        opened, resampler = self._opened, self._resampler
+        if self._closed or opened is None or resampler is None:
+            return
+        self._pending += resampler.push(downmix(data, opened.channels))
+        size = self._frame_bytes
+        while len(self._pending) >= size:
+            frame = AudioFrame(bytes(self._pending[:size]), self.sample_rate)
+            del self._pending[:size]
+            if len(self._frames) >= self._max_frames:
+                self._frames.popleft()
+                self.dropped += 1
+            self._frames.append(frame)
+        if self._frames:
+            self._ready.set()
+
+    def _device_stopped(self) -> None:
+        if not self._closed and self._failure is None:
+            name = self.device.name if self.device else "?"
+            self._failure = DeviceError(
+                f"the microphone {name!r} stopped (unplugged?): connect it again, or choose "
+                f"another with {OPTION['input']}"
+            )
+            self._ready.set()
+
+    def __aiter__(self) -> Microphone:
+        return self
+
+    async def __anext__(self) -> AudioFrame:
+        if self._opened is None and not self._closed:
+            raise RuntimeError("Microphone.start() first (or async with)")
+        while not self._frames:
+            if self._closed:
+                raise StopAsyncIteration
+            if self._failure is not None:
+                raise self._failure
+            self._ready.clear()
+            try:
+                await asyncio.wait_for(self._ready.wait(), STALL)
+            except TimeoutError:
+                name = self.device.name if self.device else "?"
+                raise DeviceError(
+                    f"the microphone {name!r} gave no audio for {STALL:g} s: is another "
+                    f"program using it? Choose another with {OPTION['input']}"
+                ) from None
+        return self._frames.popleft()
+
+    async def aclose(self) -> None:
+        """Stop recording (bounded); iteration ends."""
+        if self._closed:
+            return
+        self._closed = True
+        self._frames.clear()
+        self._ready.set()
+        opened, self._opened = self._opened, None
+        if opened is not None:
+            await _off_loop(lambda: _cleanup_opened(opened), "closing the microphone", _noop)
+
+    async def __aenter__(self) -> Microphone:
+        await self.start()
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.aclose()
+
+
+def _noop(_: object) -> None:
+    return None
+
+
+# -- the speaker -----------------------------------------------------------------------------------
+class Speaker:
+    """Plays frames on a speaker: an ``AudioSink`` (see the module doc). ``device``: an
+    index or part of a name (``None``: the system's default); ``sample_rate``: the rate
+    to open the device at if it takes it (frames of any rate are resampled to the
+    device's). ``on_played(frame)``, if given, is called on the loop with every block
+    the device takes, as it takes it (silence included): what an echo canceller needs
+    as its far end. ``played`` counts the seconds of written audio the device has
+    taken (PortAudio's ``latency`` later it is heard)."""
+
+    def __init__(
+        self,
+        device: int | str | None = None,
+        *,
+        sample_rate: int = 24000,
+        on_played: Callable[[AudioFrame], None] | None = None,
+    ) -> None:
+        if sample_rate <= 0:
+            raise ValueError("sample_rate must be positive")
+        self.wanted = device
+        self.sample_rate = sample_rate
+        self.device: AudioDevice | None = None
+        self.latency = 0.0  # seconds PortAudio reports for the output, once started
+        self._on_played = on_played
+        self._opened: _Opened | None = None
+        self._rate = sample_rate  # the device's rate, once started
+        self._lock = threading.Lock()  # guards _buffer and _taken
+        self._buffer = bytearray()  # mono 16-bit at the device's rate, not yet taken
+        self._taken = 0  # bytes of written audio the device has taken
+        self._resampler: Resampler | None = None
+        self._emptied = asyncio.Event()
+        self._failure: DeviceError | None = None
+        self._closed = False
+
+    async def start(self) -> None:
+        if self._opened is not None or self._closed:
+            raise RuntimeError("a Speaker starts once")
+        loop = asyncio.get_running_loop()
+
+        def callback(outdata: Any, frames: int, time: Any, status: Any) -> None:
+            channels = max(1, len(outdata) // (frames * SAMPLE_WIDTH)) if frames else 1
+            size = frames * SAMPLE_WIDTH  # bytes of mono audio wanted
+            with self._lock:
+                had = len(self._buffer)
+                chunk = bytes(self._buffer[:size])
+                del self._buffer[:size]
+                self._taken += len(chunk)
+                emptied = had > 0 and not self._buffer
+            block = chunk if len(chunk) == size else chunk + bytes(size - len(chunk))
+            outdata[:] = upmix(block, channels)
+            try:
+                if emptied:
+                    loop.call_soon_threadsafe(self._emptied.set)
+                if self._on_played is not None:
+                    loop.call_soon_threadsafe(self._played_block, block)
+            except RuntimeError:  # the loop is closed: stop the stream
+                raise importlib.import_module("sounddevice").CallbackAbort from None
+
+        def finished() -> None:
+            try:
+                loop.call_soon_threadsafe(self._device_stopped)
+            except RuntimeError:
+                pass
+
+        opened = await _off_loop(
+            lambda: _open("output", self.wanted, self.sample_rate, 0, callback, finished),
+            "the speaker",
+            _cleanup_opened,
+        )
+        if self._closed:
+            await _off_loop(lambda: _cleanup_opened(opened), "closing the speaker", _noop)
+            return
+        self._opened, self.device, self._rate = opened, opened.device, opened.rate
+        self.latency = float(getattr(opened.stream, "latency", 0.0) or 0.0)
+
+    def _device_stopped(self) -> None:
+        if not self._closed and self._failure is None:
+            name = self.device.name if self.device else "?"
+            self._failure = DeviceError(
+                f"the speaker {name!r} stopped (unplugged?): connect it again, or choose "
+                f"another with {OPTION['output']}"
+            )
+            self._emptied.set()
+
+    def _played_block(self, block: bytes) -> None:
+        if self._on_played is not None and not self._closed:
+            self._on_played(AudioFrame(block, self._rate))
+
+    def write(self, frame: AudioFrame) -> None:
+        """Queue ``frame`` (any rate, mono or not) after what is queued; never blocks."""
+        if self._opened is None:
+            raise RuntimeError("the speaker is closed" if self._closed else "Speaker.start() first")
+        if self._failure is not None:
+            raise self._failure
+        data = downmix(frame.data, frame.channels)
+        resampler = self._resampler
+        if frame.sample_rate != self._rate:
+            if resampler is None or resampler.source != frame.sample_rate:
+                resampler = self._resampler = Resampler(frame.sample_rate, self._rate)
+            data = resampler.push(data)
+        with self._lock:
+            self._buffer += data
+
+    def clear(self) -> None:
+        """Stop now: what is queued is dropped (what PortAudio holds still plays:
+        ``latency`` seconds at most)."""
+        with self._lock:
+            self._buffer.clear()
+        if self._resampler is not None:
+            self._resampler.reset()
+        self._emptied.set()
+
+    @property
+    def played(self) -> float:
+        with self._lock:
+            taken = self._taken
+        return taken / SAMPLE_WIDTH / self._rate
+
+    @property
+    def queued(self) -> float:
+        """Seconds of audio written and not yet taken by the device."""
+        with self._lock:
+            size = len(self._buffer)
+        return size / SAMPLE_WIDTH / self._rate
+
+    async def drained(self) -> None:
+        """Until the device has taken everything queued; a ``DeviceError`` if it stops
+        taking audio for longer than what is queued plus ``GRACE`` seconds."""
+        last = self.played
+        while not self._closed and self._opened is not None:
+            if self._failure is not None:
+                raise self._failure
+            self._emptied.clear()
+            left = self.queued
+            if left <= 0:
+                return
+            try:
+                await asyncio.wait_for(self._emptied.wait(), left + GRACE)
+            except TimeoutError:
+                if self.played > last:
+                    last = self.played
+                    continue
+                name = self.device.name if self.device else "?"
+                raise DeviceError(
+                    f"the speaker {name!r} stopped playing: is another program using it? "
+                    f"Choose another with {OPTION['output']}"
+                ) from None
+
+    async def aclose(self) -> None:
+        """Stop playing (bounded; what is queued is dropped)."""
+        if self._closed:
+            return
+        self._closed = True
+        with self._lock:
+            self._buffer.clear()
+        self._emptied.set()
+        opened, self._opened = self._opened, None
+        if opened is not None:
+            await _off_loop(lambda: _cleanup_opened(opened), "closing the speaker", _noop)
+
+    async def __aenter__(self) -> Speaker:
+        await self.start()
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.aclose()
