@@ -122,7 +122,10 @@ def test_audio_mode_without_livekit_keys_says_what_to_set() -> None:
     assert "set LIVEKIT_API_KEY and LIVEKIT_API_SECRET" in line
 
 
-@pytest.mark.parametrize("flag", [["--stt", "openai"], ["--input-device", "1"]])
+@pytest.mark.parametrize(
+    "flag",
+    [["--stt", "openai"], ["--input-device", "1"], ["--tts-voice", "en-us"], ["--language", "fr"]],
+)
 def test_text_mode_refuses_audio_options(flag: list[str]) -> None:
     result = run_audio_console("none", "--text", *flag)
     assert result.returncode == 2
