@@ -131,19 +131,20 @@ def _one_line(e: BaseException) -> str:
     return " ".join(str(e).split()) or type(e).__name__
 
 
+def _default(sd: Any, kind: Kind) -> int:
+    """The index of the default device of ``kind`` (-1: none)."""
+    try:
+        return int(sd.query_devices(kind=kind)["index"])
+    except Exception:  # no default device of that kind
+        return -1
+
+
 def _query(sd: Any) -> list[AudioDevice]:
     try:
         infos = list(sd.query_devices())
-        default_in, default_out = (int(i) for i in sd.default.device)
     except Exception as e:  # PortAudioError: the host's audio system refused
         raise DeviceError(f"PortAudio could not list the audio devices: {_one_line(e)}") from None
-    if default_in < 0 or default_out < 0:  # no default set: PortAudio's own
-        try:
-            pa_in, pa_out = (int(i) for i in sd.default._default_device)
-        except Exception:
-            pa_in = pa_out = -1
-        default_in = default_in if default_in >= 0 else pa_in
-        default_out = default_out if default_out >= 0 else pa_out
+    default_in, default_out = _default(sd, "input"), _default(sd, "output")
     apis: dict[int, str] = {}
     devices = []
     for position, info in enumerate(infos):
