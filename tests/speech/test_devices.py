@@ -201,6 +201,8 @@ class StandInStream:
         self._finished: Callable[[], None] = kw["finished_callback"]
         self.started = self.closed = False
         self.was_closed = threading.Event()
+        self.hang = threading.Event()
+        self.hang.set()  # clear it to make closing the stream hang
 
     def start(self) -> None:
         self.started = True
@@ -209,6 +211,7 @@ class StandInStream:
         self.started = False
 
     def close(self) -> None:
+        self.hang.wait(30)
         self.closed = True
         self.was_closed.set()
 
@@ -411,6 +414,20 @@ async def test_a_device_that_does_not_open_fails_within_the_bound_and_is_closed_
     )
     stand_in.opening.set()  # it opens after all: the stream is closed, not leaked
     assert await asyncio.to_thread(stand_in.opened.wait, 10)
+    assert await asyncio.to_thread(stand_in.streams[0].was_closed.wait, 10)
+
+
+async def test_a_stream_that_does_not_close_is_left_behind_within_the_bound(
+    stand_in: StandIn, caplog: pytest.LogCaptureFixture
+) -> None:
+    mic = Microphone()
+    await mic.start()
+    stand_in.streams[0].hang.clear()  # the driver hangs
+    with virtual_clock() as clock:
+        await mic.aclose()
+        assert clock.elapsed == pytest.approx(5.0)
+    assert "closing the microphone did not answer in 5 s" in caplog.text
+    stand_in.streams[0].hang.set()
     assert await asyncio.to_thread(stand_in.streams[0].was_closed.wait, 10)
 
 

@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import asyncio
 import importlib
+import logging
 import threading
 from collections import deque
 from collections.abc import AsyncIterator, Callable
@@ -58,6 +59,8 @@ __all__ = [
     "list_devices",
 ]
 
+logger = logging.getLogger("backline.speech")
+
 STALL = 5.0  # seconds a started microphone may go without delivering audio
 GRACE = 5.0  # seconds a speaker may take beyond the audio queued to play it
 
@@ -82,6 +85,14 @@ def list_devices() -> list[AudioDevice]:
     """The audio devices PortAudio sees (a ``DeviceError`` without the package or the
     library). Blocking: PortAudio asks the system; call it before the loop is busy."""
     return query(sounddevice())
+
+
+async def _close(opened: Opened, what: str) -> None:
+    """Close a stream within the bound; one that hangs is left to its thread (logged)."""
+    try:
+        await off_loop(lambda: close_opened(opened), f"closing the {what}", noop)
+    except DeviceError as e:
+        logger.warning("%s", e)
 
 
 # -- the microphone --------------------------------------------------------------------------------
@@ -150,7 +161,7 @@ class Microphone:
             close_opened,
         )
         if self._closed:  # closed while opening
-            await off_loop(lambda: close_opened(opened), "closing the microphone", noop)
+            await _close(opened, "microphone")
             return
         self._opened, self.device = opened, opened.device
         self.latency = float(getattr(opened.stream, "latency", 0.0) or 0.0)
@@ -213,7 +224,7 @@ class Microphone:
         self._ready.set()
         opened, self._opened = self._opened, None
         if opened is not None:
-            await off_loop(lambda: close_opened(opened), "closing the microphone", noop)
+            await _close(opened, "microphone")
 
     async def __aenter__(self) -> Microphone:
         await self.start()
@@ -293,7 +304,7 @@ class Speaker:
             close_opened,
         )
         if self._closed:
-            await off_loop(lambda: close_opened(opened), "closing the speaker", noop)
+            await _close(opened, "speaker")
             return
         self._opened, self.device, self._rate = opened, opened.device, opened.rate
         self.latency = float(getattr(opened.stream, "latency", 0.0) or 0.0)
@@ -381,7 +392,7 @@ class Speaker:
         self._emptied.set()
         opened, self._opened = self._opened, None
         if opened is not None:
-            await off_loop(lambda: close_opened(opened), "closing the speaker", noop)
+            await _close(opened, "speaker")
 
     async def __aenter__(self) -> Speaker:
         await self.start()
