@@ -23,7 +23,6 @@ open speakers; with headphones there is no echo.
 from __future__ import annotations
 
 import importlib
-import logging
 from collections import deque
 from typing import Any, Protocol, runtime_checkable
 
@@ -39,7 +38,6 @@ __all__ = [
     "echo_unavailable",
 ]
 
-logger = logging.getLogger("backline.speech")
 
 INSTALL = "pip install 'backline[echo]' (the livekit package)"
 LEARN = 3.0  # seconds of echo EchoGuard learns the room's coupling from

@@ -62,7 +62,6 @@ class WavInput:
         self._frame_bytes = max(1, round(frame_seconds * sample_rate)) * SAMPLE_WIDTH
         self._position = 0  # bytes given
         self._end = 0  # bytes to give: the recording, then the silence
-        self._index = 0  # frames given
         self._started_at: float | None = None
         self._closed = False
 
@@ -103,7 +102,6 @@ class WavInput:
         if self._closed:
             raise StopAsyncIteration
         self._position = stop
-        self._index += 1
         return frame
 
     async def aclose(self) -> None:
