@@ -64,5 +64,6 @@ __all__ = [
     "seconds",
     "speak",
     "to_backline",
+    "to_livekit",
     "transcribe",
 ]
