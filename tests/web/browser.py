@@ -28,6 +28,12 @@ CHROMIUM_ARGS = [
 VIEWPORT = {"width": 1280, "height": 800}
 
 
+def fake_microphone(wav: str) -> tuple[str, ...]:
+    """Chromium's arguments for a microphone that plays ``wav`` (16-bit PCM) in a loop,
+    granted to the page without asking."""
+    return ("--use-fake-ui-for-media-stream", f"--use-file-for-fake-audio-capture={wav}")
+
+
 def find_chromium() -> str | None:
     """``$BACKLINE_CHROMIUM``, else a Chromium on the PATH (Debian's ``chromium`` package)."""
     configured = os.environ.get("BACKLINE_CHROMIUM")
@@ -41,8 +47,9 @@ def find_chromium() -> str | None:
 
 
 @contextlib.asynccontextmanager
-async def chromium(executable: str) -> AsyncIterator[Any]:
-    """A fresh browser context (a new user-data directory) on the given Chromium."""
+async def chromium(executable: str, *, args: tuple[str, ...] = ()) -> AsyncIterator[Any]:
+    """A fresh browser context (a new user-data directory) on the given Chromium, with
+    ``args`` added to its command line."""
     from playwright.async_api import async_playwright
 
     with tempfile.TemporaryDirectory(prefix="backline-chromium-") as profile:
@@ -51,7 +58,7 @@ async def chromium(executable: str) -> AsyncIterator[Any]:
                 profile,
                 executable_path=executable,
                 headless=True,
-                args=CHROMIUM_ARGS,
+                args=[*CHROMIUM_ARGS, *args],
                 viewport=VIEWPORT,  # type: ignore[arg-type]
             )
             try:

@@ -34,9 +34,37 @@ class Client:
     def __init__(self, ws: ClientConnection) -> None:
         self.ws = ws
         self.seen: list[dict[str, Any]] = []
+        self.audio: list[bytes] = []
+        """Binary messages (the server's voice), in order."""
 
     async def send(self, **message: Any) -> None:
         await self.ws.send(json.dumps(message))
+
+    async def _next(self) -> dict[str, Any]:
+        """The next JSON message (binary ones are kept in ``audio``)."""
+        while True:
+            raw = await self.ws.recv()
+            if isinstance(raw, bytes):
+                self.audio.append(raw)
+                continue
+            message: dict[str, Any] = json.loads(raw)
+            self.seen.append(message)
+            return message
+
+    def audio_seconds(self, rate: int) -> float:
+        """Seconds of the server's voice received (16-bit mono at ``rate``)."""
+        return sum(len(a) for a in self.audio) / 2 / rate
+
+    async def expect_audio(self, seconds: float, rate: int) -> None:
+        """Read until ``seconds`` of the server's voice have come (JSON messages are kept
+        in ``seen``)."""
+        async with asyncio.timeout(TIMEOUT):
+            while self.audio_seconds(rate) < seconds:
+                raw = await self.ws.recv()
+                if isinstance(raw, bytes):
+                    self.audio.append(raw)
+                else:
+                    self.seen.append(json.loads(raw))
 
     async def expect(
         self, kind: str, where: Callable[[dict[str, Any]], bool] = lambda m: True
@@ -44,8 +72,7 @@ class Client:
         """The next message of type ``kind`` matching ``where`` (others are kept in ``seen``)."""
         async with asyncio.timeout(TIMEOUT):
             while True:
-                message = json.loads(await self.ws.recv())
-                self.seen.append(message)
+                message = await self._next()
                 if message["type"] == kind and where(message):
                     return message
 
@@ -62,9 +89,7 @@ class Client:
 
     async def expect_any(self) -> dict[str, Any]:
         async with asyncio.timeout(TIMEOUT):
-            message: dict[str, Any] = json.loads(await self.ws.recv())
-        self.seen.append(message)
-        return message
+            return await self._next()
 
 
 @pytest.fixture

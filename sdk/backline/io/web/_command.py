@@ -3,13 +3,24 @@
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, TypeAlias
 
 import click
 
-from ...app import SessionOptions, hosting_voice_channel, plugin_manager, prepare_session
+from ...app import (
+    SPEECH_SECTION,
+    SessionOptions,
+    SpeechOptions,
+    attach_conversation_log,
+    hosting_voice_channel,
+    plugin_manager,
+    prepare_session,
+    speech_options,
+)
 from ...app import session_options as session_options_decorator
+from ._speech import SPEECH_MODES, SpeechMode, WebSpeech, choose_web_speech
 
 if TYPE_CHECKING:
     from ...session import Session
@@ -20,11 +31,12 @@ SessionBuilder: TypeAlias = Callable[[SessionOptions], "tuple[Session[Any], Agen
 
 WEB_HELP = """Talk to the voice agent in your browser, by voice or text.
 
-Serves a local page (speech recognition and speech synthesis are the
-browser's own; no speech keys needed) and prints its URL with a random access
-token. Each browser tab is its own conversation; closing the tab ends it.
-Ctrl-C stops the server. See docs/web.md, including what the browser does
-with your audio.
+Serves a local page and prints its URL with a random access token. Speech is
+the browser's own where it recognises speech (Chrome, Edge, Safari) and
+backline's own engines, on this machine, elsewhere (--speech auto); --speech
+server uses backline's engines in every browser, --speech browser never.
+Each browser tab is its own conversation; closing the tab ends it. Ctrl-C
+stops the server. See docs/web.md, including where your audio goes.
 """
 
 
@@ -38,24 +50,50 @@ def _check_token(ctx: click.Context, param: click.Parameter, value: str | None) 
     return value
 
 
+def _speech_mode_option(command: Callable[..., Any]) -> Callable[..., Any]:
+    """``--speech``, in the help's Speech section (after the engines' options)."""
+    option = SPEECH_SECTION.option(
+        "--speech",
+        "speech_mode",
+        type=click.Choice(SPEECH_MODES),
+        default="auto",
+        show_default=True,
+        help="Who listens and speaks: the browser where it recognises speech, else the "
+        "server's engines (auto); the server's engines in every browser (server); the "
+        "browser only (browser).",
+    )
+    params: list[click.Parameter] = getattr(command, "__click_params__", [])
+    command.__click_params__ = params  # type: ignore[attr-defined]
+    params.append(option)
+    return command
+
+
 def build_web_command(
     name: str = "web", *, build_session: SessionBuilder | None = None
 ) -> click.Command:
     """The ``web`` command: the session options of ``backline.app`` and the server's own.
 
     ``build_session(options)`` builds one unstarted session and its agent (default:
-    ``backline.app.prepare_session`` with the command's plugin manager); it is
-    called once at start, so bad options fail before the server starts, then once
-    for every new tab.
+    ``backline.app.prepare_session`` with the command's plugin manager, the log
+    recording the speech engines too); it is called once at start, so bad options
+    fail before the server starts, then once for every new tab. The speech engines
+    (``--speech``, ``--stt``, ``--tts``, ...) are built once, before that.
     """
+    chosen: list[WebSpeech] = []
 
     def default_build(options: SessionOptions) -> tuple[Session[Any], Agent]:
-        return prepare_session(plugin_manager(), options)
+        session, agent = prepare_session(plugin_manager(), dataclasses.replace(options, log=False))
+        if options.log:
+            extra = chosen[0].log_options() if chosen else None
+            attach_conversation_log(session, options, agent, extra_options=extra)
+        return session, agent
 
     build = build_session or default_build
 
     @click.command(name, help=WEB_HELP)
     @session_options_decorator
+    @speech_options
+    @_speech_mode_option
     @click.option(
         "--host",
         default="127.0.0.1",
@@ -99,6 +137,8 @@ def build_web_command(
     )
     def web(
         session_options: SessionOptions,
+        speech_options: SpeechOptions,
+        speech_mode: SpeechMode,
         host: str,
         allow_hosts: tuple[str, ...],
         port: int,
@@ -108,7 +148,11 @@ def build_web_command(
     ) -> None:
         from .server import DEFAULT_MAX_TABS, serve_web
 
-        first = [build(session_options)]  # bad options fail here, before serving
+        # Bad options fail here, before serving: the speech engines (built once, shared
+        # by every tab; an engine may load its model), then the session.
+        speech = choose_web_speech(plugin_manager(), speech_mode, speech_options)
+        chosen[:] = [speech]
+        first = [build(session_options)]
 
         def factory() -> tuple[Session[Any], Agent]:
             return first.pop() if first else build(session_options)
@@ -124,6 +168,7 @@ def build_web_command(
                     token=token,
                     open_browser=open_browser,
                     max_tabs=max_tabs or DEFAULT_MAX_TABS,
+                    speech=speech,
                 )
 
         asyncio.run(main())

@@ -1,13 +1,18 @@
-"""WebOutput: the agent's words go to the page, and the page reports what it spoke."""
+"""WebOutput: the agent's words go to the page, and the page reports what it spoke (or
+the server speaks them, and reports what the page played)."""
 
 from __future__ import annotations
 
 import asyncio
 import logging
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 from ...voice.io import PlayoutResult, TextOutput
 from . import protocol
+
+if TYPE_CHECKING:
+    from ._voice import SpokenOutput
 
 logger = logging.getLogger("backline")
 
@@ -40,16 +45,24 @@ class WebOutput(TextOutput):
     If the page is gone, a clear reports nothing as spoken at once; if it never
     reports a finished segment, a watchdog (generous: 30 s + 0.25 s a character)
     reports it delivered so the conversation cannot stall.
+
+    With ``voice`` (the server's speech), the page only shows the text
+    (``segment_start`` says ``speaker: "server"``): ``voice`` speaks it into the page's
+    audio and its playout (what the page played, bounded waits) is this segment's.
     """
 
     def __init__(
         self,
         send: Callable[[protocol.ServerMessage], None],
         describe: Callable[[str], tuple[str | None, str | None]],
+        voice: SpokenOutput | None = None,
     ) -> None:
         super().__init__()
         self._send = send
         self._describe = describe
+        self.voice = voice
+        if voice is not None:
+            voice.on_played = self._voice_played
         self._segment = 0
         self._ended = False
         self._watchdog: asyncio.TimerHandle | None = None
@@ -67,26 +80,42 @@ class WebOutput(TextOutput):
         self._segment += 1
         self._ended = False
         source, background_id = self._describe(speech_id)
-        self._send(protocol.segment_start(self._segment, speech_id, source, background_id))
+        speaker = "page" if self.voice is None else "server"
+        self._send(protocol.segment_start(self._segment, speech_id, source, background_id, speaker))
+        if self.voice is not None:
+            self.voice.begin_segment(speech_id)
 
     def on_text(self, text: str) -> None:
         self._send(protocol.segment_text(self._segment, text))
+        if self.voice is not None:
+            self.voice.write(text)
 
     def on_flush(self) -> None:
         self._ended = True
         if not self.connected:
+            if self.voice is not None:
+                self.voice.clear()  # nothing more can play
             self.report_playout(self.segment_text, interrupted=False)
             return
         self._send(protocol.segment_end(self._segment))
+        if self.voice is not None:
+            self.voice.flush()  # it reports when the page has played it (bounded)
+            return
         delay = WATCHDOG_BASE + WATCHDOG_PER_CHAR * len(self.segment_text)
         self._watchdog = asyncio.get_running_loop().call_later(delay, self._page_silent, delay)
 
     def on_clear(self) -> None:
         self._cancel_watchdog()
+        if self.connected:
+            self._send(protocol.segment_clear(self._segment))
+        if self.voice is not None:
+            self.voice.clear()  # reports what the page played, at once
         if not self.connected:
             self.report_playout("", interrupted=True)
-            return
-        self._send(protocol.segment_clear(self._segment))
+
+    def _voice_played(self, result: PlayoutResult) -> None:
+        if result.speech_id == self.speech_id:
+            self.report_playout(result.text, interrupted=result.interrupted)
 
     def on_playout(self, result: PlayoutResult) -> None:
         self._cancel_watchdog()
@@ -97,6 +126,10 @@ class WebOutput(TextOutput):
         """The page's ``playout`` message for ``segment``."""
         if segment != self._segment:
             return  # stale: a segment that already ended (or never was)
+        if self.voice is not None:
+            raise protocol.ProtocolError(
+                f"playout: the server speaks segment {segment}; the page reports audio_played"
+            )
         if interrupted:
             self.report_playout(common_prefix(text, self.segment_text), interrupted=True)
         elif self._ended:

@@ -4,6 +4,10 @@ What goes to the page waits in a ``BoundedQueue`` (``Limits.max_web_queue_messag
 ``max_web_queue_bytes``): a page that stops reading cannot grow the server. Background
 states coalesce (the latest per background is sent, built when it is sent); a tab
 that falls further behind than the bounds is dropped with close code 4008.
+
+When the server listens and speaks for the tab (``--speech``), a ``TabVoice`` takes the
+page's microphone (binary messages) and sends the agent's voice (binary messages, a
+bounded lead ahead of the page's playback) through the same queue.
 """
 
 from __future__ import annotations
@@ -25,6 +29,8 @@ from .._diagnostics import describe_error
 from .._view import preview_state, shorten, summarize_state
 from . import protocol
 from ._output import WebOutput
+from ._speech import WebSpeech
+from ._voice import TabVoice
 
 if TYPE_CHECKING:
     from ...session import Session
@@ -59,13 +65,13 @@ class _State:
     state: Any
 
 
-_Outgoing: TypeAlias = "str | _State | _Close"
+_Outgoing: TypeAlias = "str | bytes | _State | _Close"
 _SESSION_ENDED = _Close(1000)
 
 
 def _size(item: _Outgoing) -> int:
     # A state is held once per background (coalesced) and counted when it is encoded.
-    return len(item) if isinstance(item, str) else 0
+    return len(item) if isinstance(item, str | bytes) else 0
 
 
 def state_message(background_id: str, state: Any, max_chars: int) -> protocol.ServerMessage:
@@ -99,6 +105,8 @@ class WebTab:
 
     ``run()`` sends ``hello``, starts the session, reads client messages until
     the page goes away (or the server stops), then closes the session (bounded).
+    With ``server_speech``, the server listens and speaks for the tab with
+    ``speech``'s engines (``voice``); otherwise the page's browser does.
     """
 
     def __init__(
@@ -110,6 +118,8 @@ class WebTab:
         *,
         limits: Limits = DEFAULT_LIMITS,
         grant: str | None = None,
+        speech: WebSpeech | None = None,
+        server_speech: bool = False,
     ) -> None:
         self.id = tab_id
         self.session = session
@@ -122,10 +132,17 @@ class WebTab:
             max_items=limits.max_web_queue_messages, max_cost=limits.max_web_queue_bytes, cost=_size
         )
         self._ended: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        self._closed = asyncio.Event()
         self._tasks = TaskScope(f"web tab {tab_id}")  # the writer and the reader
         self._sources: dict[str, str] = {}
         self._background_of: dict[str, str] = {}
-        self.output = WebOutput(self._send, self._describe)
+        self.speech = speech or WebSpeech()
+        self.voice: TabVoice | None = None
+        if server_speech:
+            self.voice = TabVoice(session, self.speech, self._send, self._enqueue)
+        self.output = WebOutput(
+            self._send, self._describe, self.voice.output if self.voice else None
+        )
         session.output = self.output
         self._listen()
 
@@ -197,6 +214,11 @@ class WebTab:
         )
         s.on("error", self._on_error)
         s.on("close", self._on_close)
+        if self.voice is not None:
+            s.on(
+                "user_input_transcribed",
+                lambda ev: self._send(protocol.interim_transcript(ev.text)),
+            )
 
     def _on_background_reply(self, ev: Any) -> None:
         if ev.speech_id is not None:
@@ -265,12 +287,16 @@ class WebTab:
             agent_state=s.agent_state,
             user_state=s.user_state,
             backgrounds=backgrounds,
+            speech=self.speech.page_info(self.voice is not None),
         )
 
     async def _write_loop(self) -> None:
         while True:
             item = await self._outbox.get()
             try:
+                if isinstance(item, bytes):
+                    await self._ws.send_bytes(item)
+                    continue
                 if isinstance(item, _Close):
                     for text in item.last:
                         await self._ws.send_text(text)
@@ -302,13 +328,18 @@ class WebTab:
                 self._send(protocol.closed("error"))
                 self._enqueue(_SESSION_ENDED)
                 return
+            if self.voice is not None:
+                self.voice.start()
             await self._read_until_done()
         finally:
+            if self.voice is not None:
+                self.voice.disconnected()  # the reply playing ends where the page got to
             self.output.disconnected()
             await self.close_session()
             self._enqueue(_SESSION_ENDED)  # flush what is queued, if the page is there
             await done_within(writer, WRITER_DRAIN_TIMEOUT)
             await self._tasks.aclose()  # a writer still blocked on the page is cancelled
+            self._closed.set()
 
     async def _read_until_done(self) -> None:
         """Read until the page goes away, or until the server ends the tab."""
@@ -329,14 +360,25 @@ class WebTab:
             return e
         return None
 
+    async def wait_closed(self) -> None:
+        """Until ``run()`` has returned: the session, its speech and the tab's tasks closed."""
+        await self._closed.wait()
+
     async def close_session(self) -> None:
-        """Close this tab's session; bounded, idempotent."""
+        """Close this tab's session, then its speech; bounded, idempotent."""
         try:
             await asyncio.wait_for(self.session.aclose(), CLOSE_TIMEOUT)
         except TimeoutError:
             logger.warning(
                 "web: closing the session of tab %s took over %.0fs", self.id, CLOSE_TIMEOUT
             )
+        if self.voice is not None:
+            try:
+                await asyncio.wait_for(self.voice.aclose(), CLOSE_TIMEOUT)
+            except TimeoutError:
+                logger.warning(
+                    "web: closing the speech of tab %s took over %.0fs", self.id, CLOSE_TIMEOUT
+                )
 
     async def _read_loop(self) -> None:
         while True:
@@ -347,12 +389,27 @@ class WebTab:
             if message["type"] == "websocket.disconnect":
                 return
             raw = message.get("text")
-            if raw is None:
-                raw = message.get("bytes") or b""
             try:
-                self._dispatch(protocol.parse_client_message(raw, self.limits))
+                if raw is None:
+                    self._audio(message.get("bytes") or b"")
+                else:
+                    self._dispatch(protocol.parse_client_message(raw, self.limits))
             except protocol.ProtocolError as e:
                 self._send(protocol.error(str(e), source="protocol"))
+
+    def _audio(self, data: bytes) -> None:
+        """A binary message: the microphone's audio, for a tab the server listens to."""
+        if self.session.closed:
+            return
+        self._require_voice("binary messages (audio)").audio(data)
+
+    def _require_voice(self, what: str) -> TabVoice:
+        if self.voice is None:
+            raise protocol.ProtocolError(
+                f"{what}: the browser listens and speaks in this tab, not the server "
+                f"(speech {self.speech.mode}; see hello's speech)"
+            )
+        return self.voice
 
     def _dispatch(self, message: protocol.ClientMessage) -> None:
         s = self.session
@@ -371,3 +428,11 @@ class WebTab:
             )
         elif isinstance(message, protocol.Interrupt):
             s.interrupt()
+        elif isinstance(message, protocol.AudioInput):
+            self._require_voice("audio_input").audio_input(message.sample_rate)
+        elif isinstance(message, protocol.AudioInputEnd):
+            self._require_voice("audio_input_end").audio_input_end()
+        elif isinstance(message, protocol.AudioPlayed):
+            self._require_voice("audio_played").audio_played(
+                message.stream, message.seconds, done=message.done
+            )

@@ -7,15 +7,20 @@ offers none is taken to speak version 1); the server's first message is
 
 Server → client: ``hello``, ``agent_state``, ``user_state``, ``segment_start``,
 ``segment_text``, ``segment_end``, ``segment_clear``, ``transcript``,
-``background_state``, ``background_status``, ``error``, ``closed``.
+``interim_transcript``, ``background_state``, ``background_status``, ``error``,
+``closed``; with the server's speech, ``audio_start``, ``audio_end``, ``audio_clear``
+and binary messages (the agent's voice: 16-bit little-endian mono PCM).
 
 Client → server: ``user_turn``, ``user_started_speaking``,
-``user_stopped_speaking``, ``playout``, ``interrupt``.
+``user_stopped_speaking``, ``playout``, ``interrupt``; with the server's speech,
+``audio_input``, ``audio_input_end``, ``audio_played`` and binary messages (the
+microphone: 16-bit little-endian mono PCM at the rate ``audio_input`` announced).
 """
 
 from __future__ import annotations
 
 import json
+import math
 from dataclasses import dataclass
 from typing import Any, Literal, TypeAlias
 
@@ -23,6 +28,9 @@ from ...limits import DEFAULT_LIMITS, Limits
 
 PROTOCOL_VERSION = 1
 SUBPROTOCOL = f"backline.v{PROTOCOL_VERSION}"
+MIN_INPUT_RATE = 8_000
+MAX_INPUT_RATE = 48_000
+"""The sample rates ``audio_input`` may announce (the page sends 16 kHz)."""
 
 
 class ProtocolError(ValueError):
@@ -67,8 +75,46 @@ class Interrupt:
     type: Literal["interrupt"] = "interrupt"
 
 
+@dataclass(frozen=True)
+class AudioInput:
+    """The microphone is on: binary messages that follow are its audio at ``sample_rate``."""
+
+    sample_rate: int
+    type: Literal["audio_input"] = "audio_input"
+
+
+@dataclass(frozen=True)
+class AudioInputEnd:
+    """The microphone is off (hands-free stopped, push-to-talk released): what the user
+    was saying has ended."""
+
+    type: Literal["audio_input_end"] = "audio_input_end"
+
+
+@dataclass(frozen=True)
+class AudioPlayed:
+    """How much of the server's audio ``stream`` the page has played (``seconds``);
+    ``done``: the stream ended (``audio_end``) and all of it played."""
+
+    stream: int
+    seconds: float
+    done: bool
+    type: Literal["audio_played"] = "audio_played"
+
+
 ClientMessage: TypeAlias = (
-    UserTurn | UserStartedSpeaking | UserStoppedSpeaking | Playout | Interrupt
+    UserTurn
+    | UserStartedSpeaking
+    | UserStoppedSpeaking
+    | Playout
+    | Interrupt
+    | AudioInput
+    | AudioInputEnd
+    | AudioPlayed
+)
+KNOWN_CLIENT_TYPES = (
+    "user_turn, user_started_speaking, user_stopped_speaking, playout, interrupt, "
+    "audio_input, audio_input_end, audio_played"
 )
 
 
@@ -112,8 +158,30 @@ def parse_client_message(raw: str | bytes, limits: Limits = DEFAULT_LIMITS) -> C
         )
     if kind == "interrupt":
         return Interrupt()
-    known = "user_turn, user_started_speaking, user_stopped_speaking, playout, interrupt"
-    raise ProtocolError(f"unknown message type {kind!r}; known: {known}")
+    if kind == "audio_input":
+        rate = _field(data, "sample_rate", int)
+        if not MIN_INPUT_RATE <= rate <= MAX_INPUT_RATE:
+            raise ProtocolError(
+                f"audio_input: 'sample_rate' must be {MIN_INPUT_RATE} to {MAX_INPUT_RATE} Hz, "
+                f"got {rate}"
+            )
+        return AudioInput(sample_rate=rate)
+    if kind == "audio_input_end":
+        return AudioInputEnd()
+    if kind == "audio_played":
+        stream = _field(data, "stream", int)
+        if stream < 1:
+            raise ProtocolError("audio_played: 'stream' must be a positive integer")
+        seconds = data.get("seconds")
+        if (
+            not isinstance(seconds, int | float)
+            or isinstance(seconds, bool)
+            or not math.isfinite(seconds)
+            or seconds < 0
+        ):
+            raise ProtocolError("audio_played: 'seconds' must be a number, 0 or more")
+        return AudioPlayed(stream=stream, seconds=float(seconds), done=_field(data, "done", bool))
+    raise ProtocolError(f"unknown message type {kind!r}; known: {KNOWN_CLIENT_TYPES}")
 
 
 def _field(data: dict[str, Any], name: str, kind: type[Any]) -> Any:
@@ -133,8 +201,10 @@ def hello(
     agent_state: str,
     user_state: str,
     backgrounds: list[dict[str, Any]],
+    speech: dict[str, Any] | None = None,
 ) -> ServerMessage:
-    """The first message: the protocol version and a snapshot of the session."""
+    """The first message: the protocol version, a snapshot of the session, and who
+    listens and speaks in this tab (``speech``: see ``WebSpeech.page_info``)."""
     return {
         "type": "hello",
         "protocol": PROTOCOL_VERSION,
@@ -142,6 +212,7 @@ def hello(
         "agent_state": agent_state,
         "user_state": user_state,
         "backgrounds": backgrounds,
+        "speech": speech,
     }
 
 
@@ -167,15 +238,21 @@ def user_state(state: str) -> ServerMessage:
 
 
 def segment_start(
-    segment: int, speech_id: str, source: str | None, background_id: str | None
+    segment: int,
+    speech_id: str,
+    source: str | None,
+    background_id: str | None,
+    speaker: str = "page",
 ) -> ServerMessage:
-    """The agent starts a unit of output: speak its text as it streams in."""
+    """The agent starts a unit of output. ``speaker``: ``page`` (speak its text as it
+    streams in, then report ``playout``) or ``server`` (the server speaks it: show it)."""
     return {
         "type": "segment_start",
         "segment": segment,
         "speech_id": speech_id,
         "source": source,
         "background_id": background_id,
+        "speaker": speaker,
     }
 
 
@@ -196,6 +273,26 @@ def segment_clear(segment: int) -> ServerMessage:
 def transcript(kind: str, item_id: str, text: str, **fields: Any) -> ServerMessage:
     """A transcript entry: ``user``, ``agent``, ``background``, ``tool`` or ``handoff``."""
     return {"type": "transcript", "kind": kind, "id": item_id, "text": text, **fields}
+
+
+def interim_transcript(text: str) -> ServerMessage:
+    """What the server's speech recognition has heard so far (the turn follows)."""
+    return {"type": "interim_transcript", "text": text}
+
+
+def audio_start(stream: int, sample_rate: int) -> ServerMessage:
+    """The server's voice: binary messages that follow are ``stream``'s audio."""
+    return {"type": "audio_start", "stream": stream, "sample_rate": sample_rate}
+
+
+def audio_end(stream: int) -> ServerMessage:
+    """No more audio in ``stream``: report ``audio_played`` with ``done`` once it played."""
+    return {"type": "audio_end", "stream": stream}
+
+
+def audio_clear(stream: int) -> ServerMessage:
+    """Stop ``stream`` now and drop what is queued of it."""
+    return {"type": "audio_clear", "stream": stream}
 
 
 def background_state(background_id: str, state: Any, summary: str) -> ServerMessage:

@@ -34,6 +34,7 @@ from ...http_host import WILDCARD_HOSTS, HttpHost, is_loopback
 from ...limits import DEFAULT_LIMITS, Limits
 from . import protocol
 from ._access import Access, AccessGate, check_token, grant_of
+from ._speech import WebSpeech
 from ._tab import CLOSE_TIMEOUT, WebTab
 
 if TYPE_CHECKING:
@@ -52,6 +53,8 @@ STATIC_TYPES = {
     "app.css": "text/css; charset=utf-8",
     "app.js": "text/javascript; charset=utf-8",
     "speech.js": "text/javascript; charset=utf-8",
+    "voice.js": "text/javascript; charset=utf-8",
+    "microphone.js": "text/javascript; charset=utf-8",
 }
 SECURITY_HEADERS = {
     "Content-Security-Policy": (
@@ -81,6 +84,11 @@ class WebServer:
     most ``max_tabs`` tabs run at once; closing a tab closes its session (bounded),
     and leaving the context closes every session. ``limits`` bounds what each tab
     reads and queues (``Limits.web_*``, ``max_user_turn_chars``).
+
+    ``speech`` says who listens and speaks (``WebSpeech``; default: the browser): with
+    the server's engines, a tab whose page asks for them (``/ws?speech=server``: it
+    has no speech recognition of its own), or every tab (mode ``server``), streams its
+    microphone to the server and plays the server's voice.
     """
 
     def __init__(
@@ -93,6 +101,7 @@ class WebServer:
         max_tabs: int = DEFAULT_MAX_TABS,
         allow_hosts: Iterable[str] = (),
         limits: Limits = DEFAULT_LIMITS,
+        speech: WebSpeech | None = None,
     ) -> None:
         check_token(token, limits)
         if max_tabs < 1:
@@ -101,6 +110,7 @@ class WebServer:
         self.token = token or secrets.token_urlsafe(24)
         self.max_tabs = max_tabs
         self.limits = limits
+        self.speech = speech or WebSpeech()
         self.access = Access(self.token, bind_host=host, allow_hosts=allow_hosts, limits=limits)
         self.access.port = port or None  # a free port is known once bound
         self.access.on_revoke = self._signed_out
@@ -226,6 +236,7 @@ class WebServer:
             self._slots -= 1
 
     async def _serve_tab(self, websocket: WebSocket, tab_id: str) -> None:
+        server_speech = self.speech.server_for(websocket.query_params.get("speech"))
         try:
             built = self._factory()
             session, agent = await built if inspect.isawaitable(built) else built
@@ -234,7 +245,14 @@ class WebServer:
             await _refuse(websocket, f"could not build the session: {e}", code=1011)
             return
         tab = WebTab(
-            websocket, session, agent, tab_id, limits=self.limits, grant=grant_of(websocket.scope)
+            websocket,
+            session,
+            agent,
+            tab_id,
+            limits=self.limits,
+            grant=grant_of(websocket.scope),
+            speech=self.speech,
+            server_speech=server_speech,
         )
         self._tabs.add(tab)
         try:
@@ -276,6 +294,7 @@ async def serve_web(
     max_tabs: int = DEFAULT_MAX_TABS,
     allow_hosts: Iterable[str] = (),
     limits: Limits = DEFAULT_LIMITS,
+    speech: WebSpeech | None = None,
     ready: Callable[[WebServer], None] | None = None,
     out: TextIO | None = None,
 ) -> None:
@@ -285,6 +304,7 @@ async def serve_web(
     ``open_browser``, opens a one-time sign-in link (``sign_in_url``), so the token
     never appears on the browser's command line. Binding to a host other than
     loopback prints a warning. ``ready(server)`` is called once requests are accepted.
+    With ``speech`` (``WebSpeech``), a line says who listens and speaks.
     """
     out = out or sys.stdout
     stop = asyncio.Event()
@@ -303,6 +323,7 @@ async def serve_web(
             max_tabs=max_tabs,
             allow_hosts=allow_hosts,
             limits=limits,
+            speech=speech,
         ) as server:
             if not is_loopback(host):
                 names = "any of its IP addresses" if host in WILDCARD_HOSTS else host
@@ -315,6 +336,8 @@ async def serve_web(
                     file=out,
                     flush=True,
                 )
+            if speech is not None:
+                print(f"backline web: {speech.start_line()}", file=out, flush=True)
             print(f"backline web: open {server.url}", file=out, flush=True)
             print("backline web: press Ctrl-C to stop", file=out, flush=True)
             if ready is not None:

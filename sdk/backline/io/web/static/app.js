@@ -1,4 +1,5 @@
-/* backline web: the page. Speaks protocol backline.v1 (docs/web.md) over one WebSocket. */
+/* backline web: the page. Speaks protocol backline.v1 (docs/web.md) over one WebSocket.
+ * Speech is the browser's (speech.js) or the server's (voice.js), as hello says. */
 "use strict";
 
 (function () {
@@ -12,7 +13,9 @@
   const transcript = $("transcript");
   const live = new Map(); // segment → {li, text, source, backgroundId}
   const cards = new Map(); // background id → card element
+  const MAX_BUFFERED = 256 * 1024; // bytes waiting on the socket: past it, microphone audio is dropped
   let ws = null;
+  let speech = null; // hello's speech: who listens and speaks in this tab
 
   // -- helpers ---------------------------------------------------------------------------------
   function el(tag, className, text) {
@@ -25,6 +28,12 @@
   function send(message) {
     if (ws !== null && ws.readyState === WebSocket.OPEN) ws.send(JSON.stringify(message));
   }
+
+  function sendAudio(buffer) {
+    if (ws !== null && ws.readyState === WebSocket.OPEN && ws.bufferedAmount < MAX_BUFFERED) ws.send(buffer);
+  }
+
+  function byServer() { return speech !== null && speech.by === "server"; }
 
   function notify(text, sticky) {
     const box = $("notice");
@@ -71,14 +80,16 @@
   const speaker = new window.BacklineSpeech.Speaker(onPlayout, onProgress);
   speaker.onBlocked = () => notify("The browser blocked speech until you click the page: click anywhere, and replies will be spoken.", false);
 
-  const listener = new window.BacklineSpeech.Listener({
+  function showInterim(text) {
+    $("interim").textContent = text;
+    $("interim").hidden = !text;
+  }
+
+  const listening = {
     onSpeechStart: () => send({ type: "user_started_speaking" }),
     onSpeechEnd: () => send({ type: "user_stopped_speaking" }),
     onFinal: (text) => send({ type: "user_turn", text: text }),
-    onInterim: (text) => {
-      $("interim").textContent = text;
-      $("interim").hidden = !text;
-    },
+    onInterim: showInterim,
     onMode: (mode) => {
       const mic = $("mic");
       mic.setAttribute("aria-pressed", String(mode === "handsfree"));
@@ -87,7 +98,14 @@
       $("ptt").classList.toggle("held", mode === "ptt");
     },
     onError: (message) => notify(message, false),
-  });
+  };
+  const browserListener = new window.BacklineSpeech.Listener(listening);
+  const serverListener = new window.BacklineServerSpeech.ServerListener(listening, send, sendAudio);
+  let listener = browserListener; // the server's once hello says it listens
+
+  const player = new window.BacklineServerSpeech.ServerPlayer((stream, seconds, done) =>
+    send({ type: "audio_played", stream: stream, seconds: seconds, done: done }));
+  player.onBlocked = () => notify("The browser blocked sound until you click the page: click anywhere, and replies will be heard.", false);
 
   function onPlayout(segment, text, interrupted) {
     send({ type: "playout", segment: segment, text: text, interrupted: interrupted });
@@ -116,6 +134,7 @@
   const handlers = {
     hello(m) {
       if (m.protocol !== PROTOCOL) notify("This server speaks protocol " + m.protocol + "; this page speaks " + PROTOCOL + ". Reload the page.", true);
+      useSpeech(m.speech || null);
       setBadge("agent-state", "agent", m.agent_state);
       setBadge("user-state", "you", m.user_state);
       $("backgrounds").replaceChildren();
@@ -133,7 +152,7 @@
       if (m.source === "background_reply" || m.source === "tool_reply") li.classList.add("update");
       li.dataset.segment = String(m.segment);
       live.set(m.segment, { li: li, text: "", source: m.source });
-      speaker.start(m.segment);
+      if (m.speaker !== "server") speaker.start(m.segment); // else the server's voice plays it
     },
     segment_text(m) {
       const seg = live.get(m.segment);
@@ -146,6 +165,10 @@
     },
     segment_end(m) { speaker.end(m.segment); },
     segment_clear(m) { speaker.clear(m.segment); },
+    audio_start(m) { player.start(m.stream, m.sample_rate); },
+    audio_end(m) { player.end(m.stream); },
+    audio_clear(m) { player.clear(m.stream); },
+    interim_transcript(m) { showInterim(m.text); },
     transcript(m) { addTranscript(m); },
     background_state(m) { renderState(m.background_id, m.state); },
     background_status(m) { setStatus(m.background_id, m.status, m.error); },
@@ -175,7 +198,10 @@
       return;
     }
     let li;
-    if (m.kind === "user") li = entry("user", "you", m.text);
+    if (m.kind === "user") {
+      li = entry("user", "you", m.text);
+      if (byServer()) showInterim("");
+    }
     else if (m.kind === "background") {
       li = m.silent
         ? entry("background note", m.background_id + " · context note (not spoken)", m.text)
@@ -276,9 +302,14 @@
   function connect() {
     const scheme = location.protocol === "https:" ? "wss:" : "ws:";
     const query = token ? "?token=" + encodeURIComponent(token) : "";
-    ws = new WebSocket(scheme + "//" + location.host + "/ws" + query, [SUBPROTOCOL]);
+    // The server listens where the browser cannot (--speech auto): say which this is.
+    const prefer = window.BacklineSpeech.recognitionSupport() === "present" ? "browser" : "server";
+    const params = (query ? query + "&" : "?") + "speech=" + prefer;
+    ws = new WebSocket(scheme + "//" + location.host + "/ws" + params, [SUBPROTOCOL]);
+    ws.binaryType = "arraybuffer";
     ws.onopen = () => setBadge("connection", "server", "connected");
     ws.onmessage = (ev) => {
+      if (typeof ev.data !== "string") { player.data(ev.data); return; } // the server's voice
       let message;
       try { message = JSON.parse(ev.data); } catch (e) { return; }
       const handle = handlers[message.type];
@@ -286,6 +317,7 @@
     };
     ws.onclose = (ev) => {
       speaker.reset();
+      player.reset();
       listener.stop();
       setBadge("connection", "server", "disconnected");
       notify("Disconnected from the server" + (ev.reason ? " (" + ev.reason + ")" : "") + ". Reload the page to start a new conversation.", true);
@@ -299,6 +331,7 @@
   const VOICE_INPUTS = [
     {
       name: "browser",
+      when: () => !byServer(),
       problem(caps) {
         if (caps.recognition === "absent") {
           return "This browser has no speech recognition, so you cannot talk to the agent here: type your messages below. Google Chrome, Edge and Safari recognise speech (with a network connection); Firefox does not.";
@@ -310,7 +343,34 @@
       },
       works: "You can talk (Start talking, or hold Space) or type. The browser's speech recognition sends your audio to its vendor.",
     },
+    {
+      name: "server",
+      when: byServer,
+      problem(caps) {
+        const problem = window.BacklineServerSpeech.captureProblem();
+        if (problem === "no-worklet") {
+          return "This browser cannot stream the microphone to the server (it has no Web Audio worklets): type your messages below, or use a current Chrome, Edge, Firefox or Safari.";
+        }
+        return microphoneProblem(problem === "insecure" ? "insecure" : caps.microphone);
+      },
+      works() {
+        const engines = speech.engines || {};
+        const where = speech.local
+          ? " on the machine it runs on: your audio goes nowhere else."
+          : ": the server sends your audio to that engine's service.";
+        return "You can talk (Start talking, or hold Space) or type. backline listens with " +
+          engines.stt + " and speaks with " + engines.tts + where;
+      },
+    },
   ];
+
+  /** What the page can say when the browser cannot listen and the server does not either. */
+  function serverHint(caps) {
+    if (speech === null || byServer() || caps.recognition === "present") return "";
+    if (speech.mode === "browser") return " (backline web --speech auto lets the server listen where the browser cannot.)";
+    if (speech.unavailable) return " The server has no speech engine ready either (backline speech list).";
+    return "";
+  }
 
   function microphoneProblem(state) {
     switch (state) {
@@ -332,6 +392,7 @@
     const problems = [];
     let chosen = null;
     for (const input of VOICE_INPUTS) {
+      if (!input.when()) continue;
       const problem = input.problem(caps);
       if (problem === null) { chosen = input; break; }
       problems.push(problem);
@@ -342,19 +403,34 @@
     $("ptt").hidden = chosen === null;
     const status = $("voice-status");
     status.dataset.voice = chosen === null ? "none" : chosen.name;
-    status.textContent = chosen === null ? problems[0] : chosen.works;
+    status.textContent = chosen === null
+      ? (problems[0] || "") + serverHint(caps)
+      : typeof chosen.works === "function" ? chosen.works() : chosen.works;
+  }
+
+  /** hello's speech: the server's listener (and voice) or the browser's. */
+  function useSpeech(info) {
+    speech = info;
+    const next = byServer() ? serverListener : browserListener;
+    if (next !== listener) {
+      listener.stop();
+      listener = next;
+    }
+    if (!byServer() && !speaker.supported) {
+      notify("This browser cannot speak (no speechSynthesis): replies are shown, not spoken.", true);
+      $("speak").checked = false;
+      $("speak").disabled = true;
+    }
+    offerVoice();
   }
 
   // -- controls --------------------------------------------------------------------------------
   function setUp() {
     offerVoice();
     window.BacklineSpeech.watchVoice(() => offerVoice());
-    if (!speaker.supported) {
-      notify("This browser cannot speak (no speechSynthesis): replies are shown, not spoken.", true);
-      $("speak").checked = false;
-      $("speak").disabled = true;
-    } else {
-      window.speechSynthesis.cancel(); // a queue left over from before a reload
+    if (speaker.supported) window.speechSynthesis.cancel(); // a queue left over from a reload
+    for (const name of ["pointerdown", "keydown"]) { // browsers play sound after a gesture
+      document.addEventListener(name, () => { if (byServer()) window.BacklineServerSpeech.unlockAudio(); }, true);
     }
     $("mic").addEventListener("click", () => {
       if (listener.mode === "handsfree") listener.stop();
@@ -377,7 +453,10 @@
         listener.pttUp();
       }
     });
-    $("speak").addEventListener("change", (ev) => speaker.setEnabled(ev.target.checked));
+    $("speak").addEventListener("change", (ev) => {
+      speaker.setEnabled(ev.target.checked);
+      player.setMuted(!ev.target.checked);
+    });
     $("stop").addEventListener("click", () => send({ type: "interrupt" }));
     $("text-form").addEventListener("submit", (ev) => {
       ev.preventDefault();
@@ -387,7 +466,11 @@
       send({ type: "user_turn", text: text });
       input.value = "";
     });
-    window.addEventListener("pagehide", () => speaker.reset());
+    window.addEventListener("pagehide", () => {
+      speaker.reset();
+      player.reset();
+      listener.stop();
+    });
   }
 
   function isTyping(target) {

@@ -408,6 +408,7 @@
     Listener: Listener,
     Speaker: Speaker,
     recognitionSupported: Recognition !== null,
+    recognitionSupport: recognitionSupport,
     detectVoice: detectVoice,
     watchVoice: watchVoice,
   };
