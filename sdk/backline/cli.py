@@ -1,7 +1,7 @@
 """The ``backline`` command (click): parses arguments and calls the layers below.
 
 Built-in commands: ``plugins`` (and ``plugins search``), ``install``, ``uninstall``,
-``new-plugin``, ``console``, ``web``, ``mcp``, ``fake-anthropic``, ``keys``, ``logs``,
+``new-plugin``, ``console``, ``web``, ``voice``, ``mcp``, ``fake-anthropic``, ``keys``, ``logs``,
 ``models``. Plugins add
 more through the ``register_commands(cli)`` hook; they are loaded only when a
 command is not a built-in one, or for ``--help``, and a plugin that fails is
@@ -177,6 +177,12 @@ def _web_command() -> click.Command:
 web = _web_command()
 
 
+def _voice_command() -> click.Command:
+    from .io.voice import voice_command  # cheap: devices and engines load when it runs
+
+    return voice_command
+
+
 def _mcp_command() -> click.Command:
     from .mcp.channel import mcp_command  # cheap: mcp loads when a subcommand runs
 
@@ -202,6 +208,7 @@ BUILTIN_COMMANDS: list[click.Command] = [
     new_plugin,
     console,
     web,
+    _voice_command(),
     _mcp_command(),
     _fake_anthropic_command(),
     _try_command(),

@@ -85,6 +85,7 @@ def build_session(
     options: SessionOptions,
     *,
     front_end: str | None = None,
+    log_options: Mapping[str, Any] | None = None,
     **session_kwargs: Any,
 ) -> tuple[Session[Any], Agent]:
     """Build an unstarted ``Session`` and its first ``Agent`` from ``options``.
@@ -94,7 +95,9 @@ def build_session(
     ...) go to ``Session``. The manager is activated, so plugins observe the
     session's start and close. Unless ``options.log`` is false, the session is
     recorded in the conversation log as ``front_end`` (default: the running click
-    command's name). Start it with ``async with session: await session.start(agent)``.
+    command's name), with ``log_options`` (a front end's own options, such as its
+    speech engines) in its session row. Start it with ``async with session: await
+    session.start(agent)``.
     """
     from ..session import Session
 
@@ -118,7 +121,9 @@ def build_session(
         **session_kwargs,
     )
     if options.log:
-        attach_conversation_log(session, options, agent, front_end=front_end)
+        attach_conversation_log(
+            session, options, agent, front_end=front_end, extra_options=log_options
+        )
     return session, agent
 
 
@@ -127,13 +132,16 @@ def prepare_session(
     options: SessionOptions,
     *,
     front_end: str | None = None,
+    log_options: Mapping[str, Any] | None = None,
     **session_kwargs: Any,
 ) -> tuple[Session[Any], Agent]:
     """What every front end does: check the options, then the credentials, then build
     (``check_options``, ``preflight``, ``build_session``)."""
     check_options(manager, options)
     preflight(options)
-    return build_session(manager, options, front_end=front_end, **session_kwargs)
+    return build_session(
+        manager, options, front_end=front_end, log_options=log_options, **session_kwargs
+    )
 
 
 def attach_conversation_log(

@@ -78,6 +78,9 @@ class SpeechInput:
         self._interrupted = False  # this utterance interrupted the agent already
         self.speech_ended_at: float | None = None  # loop time of the last VAD end
         self.turns = 0
+        self._pending = 0  # utterances ended whose final transcript is still to come
+        self._settled = asyncio.Event()
+        self._settled.set()
 
     @property
     def speaking(self) -> bool:
@@ -109,6 +112,8 @@ class SpeechInput:
                 self.speech_ended_at = asyncio.get_running_loop().time()
                 stt.push(frame)
                 stt.flush()
+                self._pending += 1
+                self._settled.clear()
                 self._session.user_stopped_speaking()
                 return
         if self._speaking:
@@ -136,6 +141,7 @@ class SpeechInput:
                     if len(text.split()) >= self.min_interruption_words > 0:
                         self._barge_in()
                 continue
+            self._pending = max(0, self._pending - 1)
             if transcript.error is not None:
                 logger.warning("the user's words were lost: %s", transcript.error)
             if text:
@@ -144,10 +150,18 @@ class SpeechInput:
                     self._session.push_user_turn(text)
                 except RuntimeError as e:  # the session closed meanwhile
                     logger.debug("a transcript after close: %s", e)
+            if not self._pending:
+                self._settled.set()
+
+    async def settled(self) -> None:
+        """Wait until every utterance that ended has its final transcript pushed (the
+        user may be speaking again: that one is not waited for). Bound it yourself."""
+        await self._settled.wait()
 
     async def aclose(self) -> None:
         stt, self._stt = self._stt, None
         self._vad = None
+        self._settled.set()  # nothing more will come
         if stt is not None:
             await stt.aclose()
         await self._scope.aclose()
