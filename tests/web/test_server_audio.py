@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import random
 from typing import Any
 
 import pytest
@@ -14,7 +15,7 @@ import pytest
 from backline.io.web import WebSpeech, protocol
 from backline.io.web._audio import LEAD, MicrophoneGate, PageAudioSink
 from backline.limits import Limits
-from backline.speech import AudioFrame, AudioSink
+from backline.speech import AudioFrame, AudioSink, EnergyVAD, split_frames
 from backline.testing.clock import VirtualClock
 
 
@@ -228,3 +229,22 @@ def test_real_time_audio_is_never_refused() -> None:
         clock.now += 0.05
         gate.audio(bytes(1600))
     assert len(heard) == 12_000
+
+
+# -- one detector, many tabs ------------------------------------------------------------------
+def test_tabs_sharing_one_voice_detector_do_not_share_what_it_heard() -> None:
+    """The engines are built once and shared by every tab: a stream of the energy detector
+    keeps its own noise floor (one tab's quiet room does not make another's hum speech)."""
+    rnd = random.Random(3)
+    hum = AudioFrame.from_samples([rnd.choice((-140, 140)) for _ in range(16000)], 16000)
+    louder = AudioFrame.from_samples([rnd.choice((-400, 400)) for _ in range(8000)], 16000)
+    room = [*split_frames(hum, 0.02), *split_frames(louder, 0.02)]
+    vad = EnergyVAD()
+    alone = vad.stream()
+    assert [e for f in room for e in alone.push(f)] == []  # a louder hum is no speech
+    busy, other = vad.stream(), vad.stream()
+    events = []
+    for frame in room:
+        events += busy.push(frame)
+        other.push(AudioFrame.silence(0.02, 16000))  # another tab, in a silent room
+    assert events == []

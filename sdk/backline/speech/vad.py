@@ -10,6 +10,7 @@ that adapts to the room's noise floor.
 
 from __future__ import annotations
 
+import copy
 from dataclasses import dataclass
 from typing import Literal, Protocol, runtime_checkable
 
@@ -56,8 +57,13 @@ class FrameVAD:
         """Forget what was heard (a new stream)."""
 
     def stream(self) -> VADStream:
-        self.reset()
-        return VADStream(self)
+        """A stream with a state of its own: it scores with a shallow copy of this
+        detector, reset, so streams of one detector (a front end's conversations) never
+        share what they heard (a noise floor, a model's recurrent state: ``reset`` and
+        ``probability`` rebind those attributes, never change them in place)."""
+        detector = copy.copy(self)
+        detector.reset()
+        return VADStream(detector)
 
 
 class VADStream:
