@@ -151,6 +151,21 @@ class BackgroundStatus:
     type: Literal["background_status"] = "background_status"
 
 
+AlertKind: TypeAlias = Literal["finished", "failed", "question"]
+
+
+@dataclass(frozen=True)
+class BackgroundAlert:
+    """A background finished, failed or asks the user something: what a front end
+    makes heard at once with a short sound (whatever the agent is saying, even while
+    the user is away). ``text`` says it in one short line."""
+
+    background_id: str
+    kind: AlertKind
+    text: str
+    type: Literal["background_alert"] = "background_alert"
+
+
 @dataclass(frozen=True)
 class LLMMetrics:
     """One LLM request of a reply ended: its latency and speed, measured by the runtime.
@@ -191,6 +206,7 @@ Event: TypeAlias = (
     | BackgroundReply
     | BackgroundState
     | BackgroundStatus
+    | BackgroundAlert
     | LLMMetrics
 )
 
@@ -210,6 +226,7 @@ EventName: TypeAlias = Literal[
     "background_reply",
     "background_state",
     "background_status",
+    "background_alert",
     "llm_metrics",
 ]
 

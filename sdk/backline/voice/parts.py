@@ -29,7 +29,7 @@ it (``Replies``), which voices what it enqueues when the conversation is idle.
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Collection, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol, TypeAlias, runtime_checkable
 
@@ -121,6 +121,15 @@ class PartHost(Protocol):
 
     def emit(self, event: Any) -> None:
         """Emit one of the session's events (``backline.voice.events``)."""
+        ...
+
+    def on(self, event: Any, callback: Callable[[Any], Any] | None = None) -> Any:
+        """Listen to one of the session's events (by name): a part that watches the
+        conversation (``backline.background``'s alerts and catch-up do)."""
+        ...
+
+    def off(self, event: Any, callback: Callable[[Any], Any]) -> None:
+        """Stop listening (a part stops)."""
         ...
 
     def away_hold(self) -> AwayHold:
