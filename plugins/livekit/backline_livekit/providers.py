@@ -24,6 +24,7 @@ from __future__ import annotations
 import contextlib
 import importlib
 import os
+import pkgutil
 import typing
 from collections.abc import Callable, Iterator, Mapping
 from typing import TYPE_CHECKING, Any
@@ -115,6 +116,16 @@ def _backline_hint(kind: str, manager: Callable[[], PluginManager], lead: str = 
     return f"{lead} one of backline's speech engines ({listed}: `backline speech list`)"
 
 
+def _installed_plugins() -> str:
+    """ "; installed: NAME, ..." for the LiveKit plugins installed here, or ""."""
+    try:
+        namespace = importlib.import_module("livekit.plugins")
+    except ImportError:
+        return ""
+    names = sorted(m.name for m in pkgutil.iter_modules(namespace.__path__))
+    return f"; installed: {', '.join(names)}" if names else ""
+
+
 def _from_plugin(spec: str, kind: str, flag: str, hint: Callable[[], str]) -> Any:
     name, _, model = spec.partition(":")
     if not name.isidentifier():
@@ -127,11 +138,13 @@ def _from_plugin(spec: str, kind: str, flag: str, hint: Callable[[], str]) -> An
     except ModuleNotFoundError as e:
         if e.name is not None and not f"livekit.plugins.{name}".startswith(e.name):
             raise  # the plugin itself is broken: show its own error
+        example = DEFAULT_STT if kind == "stt" else DEFAULT_TTS
+        providers = ", ".join(sorted(_inference_providers(kind)))
         raise ProviderError(
             f"unknown {kind.upper()} {name!r}: no LiveKit plugin livekit-plugins-{name} is "
-            f"installed (pip install livekit-plugins-{name}), it is not a LiveKit Inference "
-            f"model (provider/model, e.g. {DEFAULT_STT if kind == 'stt' else DEFAULT_TTS})"
-            f"{hint()}."
+            f"installed (pip install livekit-plugins-{name}{_installed_plugins()}), it is not "
+            f"a LiveKit Inference model (provider/model, e.g. {example}; providers: "
+            f"{providers}){hint()}."
         ) from None
     cls = getattr(module, kind.upper(), None)
     if cls is None:

@@ -129,7 +129,7 @@ def test_a_worker_process_builds_the_engines_before_its_first_job(
             [
                 "unknown STT 'nosuch'",
                 "pip install livekit-plugins-nosuch",
-                "LiveKit Inference model",
+                "LiveKit Inference model (provider/model, e.g. deepgram/nova-3; providers: ",
                 "backline's speech engines (",
                 "pocketsphinx",
             ],

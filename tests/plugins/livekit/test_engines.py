@@ -70,14 +70,15 @@ async def test_a_stream_transcribes_each_utterance_its_vad_finds(make_vad: Any) 
     engine = BackendSTT(PocketsphinxSTT(), vad=make_vad())
     assert engine.capabilities.streaming
     events = await events_of(engine.stream(), frames)
-    assert said(events) == [
-        ("start_of_speech", ""),
-        ("end_of_speech", ""),
-        ("final_transcript", WEATHER),
-        ("start_of_speech", ""),
-        ("end_of_speech", ""),
-        ("final_transcript", HOW_ARE_YOU),
-    ]
+    heard = said(events)
+    # Each utterance's final comes once the engine has transcribed it: after its end,
+    # maybe after the next one started (the input here runs faster than real time).
+    voice = [kind for kind, _ in heard if kind != "final_transcript"]
+    assert voice == ["start_of_speech", "end_of_speech"] * 2
+    finals = [i for i, (kind, _) in enumerate(heard) if kind == "final_transcript"]
+    ends = [i for i, (kind, _) in enumerate(heard) if kind == "end_of_speech"]
+    assert [heard[i][1] for i in finals] == [WEATHER, HOW_ARE_YOU]
+    assert all(final > end for final, end in zip(finals, ends, strict=True))
     first, second = [e.alternatives[0] for e in events if e.type == "final_transcript"]
     # Times on the stream's clock: the first utterance within its 0.5 s to ~1.7 s.
     assert 0.0 <= first.start_time < 0.5 < first.end_time < second.start_time
