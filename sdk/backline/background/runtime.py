@@ -296,13 +296,17 @@ class BackgroundRuntime:
         self._grace.turn_started(asyncio.get_running_loop().time())
         hold = self.session.away_hold()
         self._set_status("busy")
+        error: str | None = None
         try:
             yield
+        except Exception as e:  # the turn failed: its "idle" says how (alerts read it)
+            error = f"{type(e).__name__}: {e}"
+            raise
         finally:
             self._grace.turn_ended()
             hold.release()
             if not self.closed:
-                self._set_status("idle")
+                self._set_status("idle", error=error)
 
     # -- replies --------------------------------------------------------------------
     def render_reply(self, batch: list[Pending], at_tail: bool) -> str:
