@@ -137,3 +137,31 @@ async def test_push_to_talk_ends_the_turn_where_it_is_let_go(
         assert page.errors == []
     # The server stopped with the reply playing: the tab and its session closed.
     assert sessions[0].closed
+
+
+async def test_auto_the_server_listens_only_where_the_browser_cannot(expect: Any) -> None:
+    require_engines()
+    assert CHROMIUM is not None
+    sessions: list[Session[Any]] = []
+    async with (
+        WebServer(speaking_session(sessions), speech=web_speech("auto")) as server,
+        chromium(CHROMIUM) as context,
+    ):
+        given = await open_page(context, server.url)  # a speech recognition given to the page
+        await expect(given.locator("#voice-status")).to_have_attribute(
+            "data-voice", "browser", timeout=WAIT
+        )
+        own = await open_page(context, server.url, fake_speech=False)  # Chromium's: no service
+        status = own.locator("#voice-status")
+        await expect(status).to_have_attribute("data-voice", "server", timeout=WAIT)
+        await expect(status).to_contain_text("on the machine it runs on")
+        assert sorted(tab.voice is not None for tab in server.tabs) == [False, True]
+
+        # Speaking off: the server's voice counts as delivered as it comes, as text.
+        await own.uncheck("#speak")
+        await own.fill("#text", "a story please")
+        await own.press("#text", "Enter")
+        await expect(own.locator(".entry.agent.final .text")).to_have_text(STORY, timeout=WAIT)
+        reply = messages(sessions[1])[-1]
+        assert reply.content == STORY and not reply.interrupted
+        assert given.errors == [] and own.errors == []

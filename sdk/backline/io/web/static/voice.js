@@ -213,8 +213,8 @@
       const samples = new Int16Array(buffer);
       const seconds = samples.length / s.rate;
       s.received += seconds;
-      const ctx = audioContext();
-      if (this.muted || ctx === null || ctx.state !== "running") {
+      const ctx = this.muted ? null : audioContext();
+      if (ctx === null || ctx.state !== "running") { // delivered as text
         if (!this.muted && !this.blockedSaid && this.onBlocked) { this.blockedSaid = true; this.onBlocked(); }
         s.played += seconds;
         this._report(s);
