@@ -85,6 +85,16 @@ async def test_a_stream_transcribes_each_utterance_its_vad_finds(make_vad: Any) 
     assert second.end_time <= seconds(frames) + 0.01
 
 
+async def test_an_engines_interim_transcripts_come_before_its_final() -> None:
+    engine = PocketsphinxSTT()
+    engine.interim_every = 0.5  # what whisper is given for live captions
+    frames = microphone(0.5, await speak(WEATHER), 1.0)
+    heard = said(await events_of(BackendSTT(engine, vad=BackendVAD(EnergyVAD)).stream(), frames))
+    interims = [i for i, (kind, _) in enumerate(heard) if kind == "interim_transcript"]
+    assert interims and heard[interims[0]][1]  # words while the user still speaks
+    assert heard[-1] == ("final_transcript", WEATHER) and max(interims) < len(heard) - 1
+
+
 async def test_speech_cut_off_by_the_end_of_the_input_is_still_transcribed() -> None:
     frames = microphone(0.5, await speak(WEATHER))  # no silence after it
     events = await events_of(
