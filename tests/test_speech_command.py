@@ -487,8 +487,8 @@ def test_check_without_a_microphone_names_the_option(
     default = error_line(run("check", env=env))
     assert default == (
         "Error: no microphone found (No input device matching None): connect one, or choose "
-        "one with --input-device (an ID or part of its name; `python -m sounddevice` lists "
-        "them)."
+        "one with --input-device (an ID or part of its name; `backline speech devices` "
+        "lists them)."
     )
     named = error_line(run("check", "--input-device", "3", env=env))
     assert named.startswith("Error: no microphone '3' found (No input device matching 3)")
@@ -588,3 +588,105 @@ def test_check_records_plays_back_transcribes_and_speaks(
     played = b"".join(sd.played)
     assert played.startswith(sd.heard)  # the recording, played back first
     assert len(played) > 2 * 16000 * 6  # then the sentence (3 s + a few seconds of speech)
+
+
+# -- devices ---------------------------------------------------------------------------------------
+# What sounddevice's query_devices() gives (PortAudio's own fields), for a stand-in.
+DEVICES = [
+    {"index": 0, "name": "HDA Intel PCH: ALC3246 Analog", "hostapi": 0, "max_input_channels": 2,
+     "max_output_channels": 2, "default_samplerate": 44100.0},
+    {"index": 1, "name": "USB headset", "hostapi": 0, "max_input_channels": 1,
+     "max_output_channels": 0, "default_samplerate": 48000.0},
+    {"index": 2, "name": "HDMI 0", "hostapi": 0, "max_input_channels": 0,
+     "max_output_channels": 8, "default_samplerate": 48000.0},
+]  # fmt: skip
+
+
+def portaudio(devices: list[dict[str, Any]], default_in: int, default_out: int) -> Any:
+    """A stand-in for ``sounddevice`` that lists ``devices`` (the defaults by index, -1:
+    none), in place of PortAudio."""
+
+    def query_devices(device: Any = None, kind: str | None = None) -> Any:
+        if kind is None:
+            return devices
+        index = default_in if kind == "input" else default_out
+        if index < 0:
+            no_devices(device, kind)
+        return devices[index]
+
+    return types.SimpleNamespace(
+        query_devices=query_devices, query_hostapis=lambda api: {"name": "ALSA"}
+    )
+
+
+def test_devices_lists_microphones_and_speakers_with_the_defaults(
+    env: dict[str, str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setitem(sys.modules, "sounddevice", portaudio(DEVICES, 1, 0))
+
+    result = run("devices", env=env)
+
+    assert result.exit_code == 0, result.output
+    assert result.stdout == (
+        "microphones (--input-device ID|NAME):\n"
+        "  0 'HDA Intel PCH: ALC3246 Analog' (2 in, 44100 Hz, ALSA)\n"
+        "  1 'USB headset' (1 in, 48000 Hz, ALSA; the default)\n"
+        "\n"
+        "speakers (--output-device ID|NAME):\n"
+        "  0 'HDA Intel PCH: ALC3246 Analog' (2 out, 44100 Hz, ALSA; the default)\n"
+        "  2 'HDMI 0' (8 out, 48000 Hz, ALSA)\n"
+    )
+    listed = json.loads(run("devices", "--json", env=env).stdout)
+    assert [(d["index"], d["is_default_input"], d["is_default_output"]) for d in listed] == [
+        (0, False, True),
+        (1, True, False),
+        (2, False, False),
+    ]
+    assert listed[2] == {
+        "index": 2,
+        "name": "HDMI 0",
+        "input_channels": 0,
+        "output_channels": 8,
+        "default_sample_rate": 48000,
+        "host_api": "ALSA",
+        "is_default_input": False,
+        "is_default_output": False,
+    }
+
+
+def test_devices_without_a_speaker_says_none_and_without_any_is_one_line(
+    env: dict[str, str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setitem(sys.modules, "sounddevice", portaudio(DEVICES[1:2], 0, -1))
+    result = run("devices", env=env)
+    assert result.exit_code == 0, result.output
+    assert result.stdout.endswith("\n\nspeakers (--output-device ID|NAME):\n  none\n")
+
+    monkeypatch.setitem(sys.modules, "sounddevice", portaudio([], -1, -1))
+    assert error_line(run("devices", env=env)) == (
+        "Error: PortAudio sees no microphone or speaker: connect one (is the system's sound "
+        "server running?), or give `backline voice` files: --audio-in, --audio-out FILE.wav."
+    )
+
+
+def test_devices_without_portaudio_or_the_package_says_what_to_install(
+    env: dict[str, str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setitem(sys.modules, "sounddevice", None)  # not installed
+    assert error_line(run("devices", env=env)) == (
+        "Error: the microphone and speaker need the sounddevice package: pip install "
+        "'backline[audio]' (the sounddevice package)"
+    )
+    monkeypatch.delitem(sys.modules, "sounddevice")
+    try:
+        import sounddevice  # noqa: F401
+    except OSError:
+        pass  # this machine: the package without PortAudio
+    except ImportError:
+        pytest.skip("the sounddevice package is not installed")
+    else:
+        pytest.skip("PortAudio is installed here")
+    assert error_line(run("devices", env=env)) == (
+        "Error: the microphone and speaker need the PortAudio library: apt install "
+        "libportaudio2 (macOS: brew install portaudio)"
+    )

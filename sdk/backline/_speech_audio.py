@@ -3,18 +3,21 @@
 needs a device. Every wait is bounded: a device that stops delivering fails in one
 line rather than hanging.
 
-Raw streams (plain bytes, 16-bit mono) so NumPy is not needed.
+Raw streams (plain bytes, 16-bit mono) so NumPy is not needed. ``devices_command``
+is ``backline speech devices``: what ``backline.speech.list_devices()`` sees.
 """
 
 from __future__ import annotations
 
 import importlib
+import json
 import threading
+from dataclasses import asdict
 from typing import Any
 
 import click
 
-from .speech import AudioFrame
+from .speech import AudioFrame, DeviceError, list_devices
 
 GRACE = 5.0  # seconds a device may take beyond the audio's own length
 
@@ -54,7 +57,7 @@ def device(sd: Any, wanted: str | None, kind: str, flag: str, alternative: str =
         instead = f", or {alternative}" if alternative else ""
         raise click.ClickException(
             f"no {what}{named} found ({' '.join(str(e).split())}): connect one, or choose one "
-            f"with {flag} (an ID or part of its name; `python -m sounddevice` lists them)"
+            f"with {flag} (an ID or part of its name; `backline speech devices` lists them)"
             f"{instead}."
         ) from None
 
@@ -147,3 +150,43 @@ def play(sd: Any, info: Any, audio: AudioFrame) -> None:
             f"could not play on {info['name']!r}: {' '.join(str(e).split())}; choose another "
             "with --output-device."
         ) from None
+
+
+# -- backline speech devices -----------------------------------------------------------------------
+@click.command("devices")
+@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+def devices_command(as_json: bool) -> None:
+    """List the microphones and speakers PortAudio sees, the system's defaults marked:
+    the index, or a part of the name, is what --input-device and --output-device take
+    (`backline voice`, `backline speech check`). Needs pip install 'backline[audio]'."""
+    try:
+        devices = list_devices()
+    except DeviceError as e:
+        raise click.ClickException(str(e)) from None
+    if not devices:
+        raise click.ClickException(
+            "PortAudio sees no microphone or speaker: connect one (is the system's sound "
+            "server running?), or give `backline voice` files: --audio-in, --audio-out FILE.wav."
+        )
+    if as_json:
+        click.echo(json.dumps([asdict(d) for d in devices], indent=2))
+        return
+    kinds = (("microphones", "input", "--input-device"), ("speakers", "output", "--output-device"))
+    parts = []
+    for title, kind, option in kinds:
+        lines = [f"{title} ({option} ID|NAME):"]
+        for d in devices:
+            channels = d.input_channels if kind == "input" else d.output_channels
+            if channels <= 0:
+                continue
+            default = d.is_default_input if kind == "input" else d.is_default_output
+            api = f", {d.host_api}" if d.host_api else ""
+            mark = "; the default" if default else ""
+            way = "in" if kind == "input" else "out"
+            lines.append(
+                f"  {d.index} {d.name!r} ({channels} {way}, {d.default_sample_rate} Hz{api}{mark})"
+            )
+        if len(lines) == 1:
+            lines.append("  none")
+        parts.append("\n".join(lines))
+    click.echo("\n\n".join(parts))

@@ -36,8 +36,12 @@ def speech_group() -> None:
     """Speech engines: list them, download their models, try them.
 
     `backline speech list` shows every engine and which one is used when none is named;
-    `say`, `transcribe` and `check` try them on this machine.
+    `say`, `transcribe` and `check` try them on this machine; `devices` lists the
+    microphones and speakers.
     """
+
+
+speech_group.add_command(audio_devices.devices_command)
 
 
 # -- list ------------------------------------------------------------------------------------
@@ -550,7 +554,7 @@ def _loudness(recorded: AudioFrame) -> str:
     if peak < 200:
         return (
             "silence: is the microphone muted, or the wrong one? (--input-device chooses "
-            "another; `python -m sounddevice` lists them)"
+            "another; `backline speech devices` lists them)"
         )
     if peak >= 32000:
         return "loud enough to clip: turn the input level down"
