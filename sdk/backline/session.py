@@ -12,6 +12,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from typing import Any, TypeVar
 
+from .background._alerts import BackgroundAlerts
+from .background._missed import MissedUpdates
 from .background.definition import BackgroundDefinition, HandlingOptions
 from .background.runtime import BackgroundManager
 from .limits import Limits
@@ -65,8 +67,15 @@ class Session(_RuntimeSession[UserdataT]):
         manager = BackgroundManager(definitions, handling=handling) if definitions else None
         mounted = part_of(list(mcp_servers), owner="Session")
         # Started in this order, closed in the reverse: the MCP servers' tools are
-        # there before any background runs, and they stop last.
-        built = [p for p in (mounted, manager) if p is not None]
+        # there before any background runs, and they stop last; the parts that watch
+        # the backgrounds (alerts, what the user missed) listen before any runs; the
+        # backgrounds' tools come first (backline_missed after them).
+        watching: list[SessionPart] = []
+        answering: list[SessionPart] = []
+        if manager is not None:
+            missed = MissedUpdates()
+            watching, answering = [BackgroundAlerts(manager), missed], [missed.tool]
+        built = [p for p in (mounted, *watching, manager, *answering) if p is not None]
         super().__init__(
             llm,
             tools=tools,
