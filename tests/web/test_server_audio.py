@@ -8,12 +8,15 @@ import asyncio
 import json
 import logging
 import random
+from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
 
 from backline.io.web import WebSpeech, protocol
 from backline.io.web._audio import LEAD, MicrophoneGate, PageAudioSink
+from backline.io.web._output import WebOutput
+from backline.io.web._voice import SpokenOutput
 from backline.limits import Limits
 from backline.speech import AudioFrame, AudioSink, EnergyVAD, split_frames
 from backline.testing.clock import VirtualClock
@@ -248,3 +251,34 @@ def test_tabs_sharing_one_voice_detector_do_not_share_what_it_heard() -> None:
         events += busy.push(frame)
         other.push(AudioFrame.silence(0.02, 16000))  # another tab, in a silent room
     assert events == []
+
+
+async def test_a_speech_engine_that_hangs_cannot_stall_the_conversation(
+    virtual_clock: VirtualClock,
+) -> None:
+    class Stuck:
+        """Says half a second of the first sentence, then never anything again."""
+
+        name = "stuck"
+        sample_rate = 16000
+
+        async def synthesize(self, text: str) -> AsyncIterator[AudioFrame]:
+            yield AudioFrame.silence(0.5, self.sample_rate)
+            await asyncio.Event().wait()
+            yield AudioFrame.silence(0.5, self.sample_rate)  # pragma: no cover
+
+    page = Page()
+    sink = page.sink()
+    voice = SpokenOutput(Stuck(), sink)
+    output = WebOutput(page.messages.append, lambda _: (None, None), voice)
+    reply = "Hello there, this is the first. And this is the second."
+    output.begin_segment("speech_1")
+    output.write(reply)
+    output.flush()
+    await asyncio.sleep(0.1)
+    sink.page_played(1, 0.5, done=False)  # the page played what came
+    result = await asyncio.wait_for(output.wait_for_playout(), 120)
+    assert result.interrupted and result.text == "Hello there, this is the first."
+    assert virtual_clock.elapsed == pytest.approx(30 + 0.25 * len(reply), abs=0.2)
+    assert page.kinds()[-2:] == ["segment_clear", "audio_clear"]
+    await voice.aclose()

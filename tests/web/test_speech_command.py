@@ -134,7 +134,7 @@ async def test_backline_web_speech_server_says_its_engines_speaks_and_logs_them(
                 assert agent["text"] == "Hello from the fake model." and not agent["interrupted"]
             proc.send_signal(signal.SIGINT)
             async with asyncio.timeout(TIMEOUT * 2):
-                out, err = await proc.communicate()
+                _, err = await proc.communicate()
             assert proc.returncode == 0, err.decode()
             assert "Traceback" not in err.decode()
         finally:

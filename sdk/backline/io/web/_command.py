@@ -33,10 +33,11 @@ WEB_HELP = """Talk to the voice agent in your browser, by voice or text.
 
 Serves a local page and prints its URL with a random access token. Speech is
 the browser's own where it recognises speech (Chrome, Edge, Safari) and
-backline's own engines, on this machine, elsewhere (--speech auto); --speech
-server uses backline's engines in every browser, --speech browser never.
-Each browser tab is its own conversation; closing the tab ends it. Ctrl-C
-stops the server. See docs/web.md, including where your audio goes.
+backline's own engines (--stt, --tts: local ones by default) elsewhere
+(--speech auto); --speech server uses backline's engines in every browser,
+--speech browser never. Each browser tab is its own conversation; closing the
+tab ends it. Ctrl-C stops the server. See docs/web.md, including where your
+audio goes.
 """
 
 

@@ -44,7 +44,8 @@ class WebOutput(TextOutput):
     another segment are stale and ignored.
     If the page is gone, a clear reports nothing as spoken at once; if it never
     reports a finished segment, a watchdog (generous: 30 s + 0.25 s a character)
-    reports it delivered so the conversation cannot stall.
+    reports it delivered so the conversation cannot stall (with ``voice``, it stops
+    the segment, which keeps what the page played: a speech engine that hangs).
 
     With ``voice`` (the server's speech), the page only shows the text
     (``segment_start`` says ``speaker: "server"``): ``voice`` speaks it into the page's
@@ -99,8 +100,7 @@ class WebOutput(TextOutput):
             return
         self._send(protocol.segment_end(self._segment))
         if self.voice is not None:
-            self.voice.flush()  # it reports when the page has played it (bounded)
-            return
+            self.voice.flush()  # it reports when the page has played it
         delay = WATCHDOG_BASE + WATCHDOG_PER_CHAR * len(self.segment_text)
         self._watchdog = asyncio.get_running_loop().call_later(delay, self._page_silent, delay)
 
@@ -147,6 +147,13 @@ class WebOutput(TextOutput):
 
     def _page_silent(self, delay: float) -> None:
         self._watchdog = None
+        if self.voice is not None:  # a speech engine that hangs: stop, keep what played
+            logger.warning(
+                "web: segment %d was not spoken within %.0fs; stopping it", self._segment, delay
+            )
+            self._send(protocol.segment_clear(self._segment))
+            self.voice.clear()
+            return
         logger.warning(
             "web: the page did not report playout of segment %d within %.0fs; taking it as spoken",
             self._segment,

@@ -17,9 +17,12 @@ class BacklineMicrophone extends AudioWorkletProcessor {
     this.sum = 0;
     this.count = 0;
     this.pos = 0;
+    this.alive = true;
+    this.port.onmessage = (ev) => { if (ev.data === "stop") this.alive = false; };
   }
 
   process(inputs) {
+    if (!this.alive) return false; // the page closed the microphone: let this node go
     const input = inputs[0];
     if (!input || input.length === 0) return true;
     const channels = input.length;

@@ -99,6 +99,7 @@
       this.parts = null;
       if (parts === null) return;
       parts.node.port.onmessage = null;
+      parts.node.port.postMessage("stop");
       parts.source.disconnect();
       parts.node.disconnect();
       parts.stream.getTracks().forEach((t) => t.stop());
