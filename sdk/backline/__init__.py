@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 from .background import (
     UNSET,
+    Answer,
     BackgroundContext,
     BackgroundDefinition,
     HandlingOptions,
@@ -103,6 +104,7 @@ __all__ = [
     "AgentState",
     "AgentStateChanged",
     "AgentTask",
+    "Answer",
     "BackgroundAlert",
     "BackgroundContext",
     "BackgroundDefinition",

@@ -1,6 +1,7 @@
 """Background sessions: ``@background``, the context, the generated tools."""
 
-from .context import UNSET, BackgroundContext
+from ._asking import ASKING
+from .context import UNSET, Answer, BackgroundContext
 from .definition import (
     BackgroundDefinition,
     HandlingOptions,
@@ -12,10 +13,12 @@ from .runtime import BackgroundManager, background_of
 from .tools import RESERVED_TOOL_NAMES, SEND_TOOL, STATE_TOOL
 
 __all__ = [
+    "ASKING",
     "RESERVED_TOOL_NAMES",
     "SEND_TOOL",
     "STATE_TOOL",
     "UNSET",
+    "Answer",
     "BackgroundContext",
     "BackgroundDefinition",
     "BackgroundManager",

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import contextlib
-from collections.abc import AsyncGenerator, Awaitable, Callable
+from collections.abc import AsyncGenerator, Awaitable, Callable, Sequence
+from dataclasses import dataclass
 from typing import Any, Final, Protocol
 
 
@@ -19,6 +20,22 @@ class _Unset:
 
 UNSET: Final[Any] = _Unset()
 """The state of a background that has not reported any (distinct from ``None``)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Answer:
+    """The user's answer to ``ctx.ask``.
+
+    ``text`` is what the voice agent sent back (the user's words, maybe reworded; ""
+    after a timeout). ``choice`` is the one of the given choices the text names, as
+    given (case-insensitive, word by word: "yes please" names "yes", "allow once"
+    names "once", "once, not always" names "once"), or None: no choices given, none
+    named, or two named. ``timed_out``: nothing came back within the timeout.
+    """
+
+    text: str
+    choice: str | None = None
+    timed_out: bool = False
 
 
 class _Definition(Protocol):
@@ -44,7 +61,7 @@ class _Runtime(Protocol):
     def closed(self) -> bool: ...
 
     @property
-    def state(self) -> Any: ...
+    def reported_state(self) -> Any: ...
 
     @property
     def waiting(self) -> int: ...
@@ -59,6 +76,8 @@ class _Runtime(Protocol):
 
     def set_state(self, value: Any) -> None: ...
 
+    async def ask(self, question: str, *, choices: Any, timeout: float) -> Answer: ...
+
     def turn(self) -> contextlib.AbstractAsyncContextManager[None]: ...
 
 
@@ -70,7 +89,9 @@ class BackgroundContext:
     - context-only: ``await send(text, silent=True)`` — the voice agent knows it,
       nothing is said;
     - state: ``set_state(value)`` — what the voice agent reads when the user asks
-      what is going on (through the generated ``backline_state`` tool).
+      what is going on (through the generated ``backline_state`` tool);
+    - a question: ``await ask(question, choices=...)`` — the voice agent puts it to
+      the user and sends the answer back (an ``Answer``).
 
     ``messages()`` yields what the voice agent sent this background, in order.
     Wrap each unit of work in ``async with ctx.turn():`` and register
@@ -105,8 +126,9 @@ class BackgroundContext:
 
     @property
     def state(self) -> Any:
-        """The last reported state, or ``UNSET``."""
-        return self._runtime.state
+        """The last reported state, or ``UNSET`` (without the ``asking`` key that
+        front ends and the voice agent see while a question waits)."""
+        return self._runtime.reported_state
 
     def messages(self) -> AsyncGenerator[str, None]:
         """Messages from the voice agent, FIFO, one at a time. Single consumer:
@@ -143,6 +165,25 @@ class BackgroundContext:
     def set_state(self, value: Any) -> None:
         """Report live state (a JSON-compatible value; stored as a deep copy)."""
         self._runtime.set_state(value)
+
+    async def ask(
+        self, question: str, *, choices: Sequence[str] | None = None, timeout: float = 60.0
+    ) -> Answer:
+        """Have the voice agent put ``question`` to the user; return the user's answer.
+
+        The question is spoken like ``send(question)``, with a note telling the voice
+        agent to ask it and send the answer back. The next message the voice agent
+        sends this background is the answer (not a message for ``messages()``, and it
+        interrupts nothing); what was sent before the question stays in the inbox.
+        With ``choices``, the answer is matched to one of them (``Answer.choice``).
+        ``timeout``: how long to wait for the answer once the question is asked
+        (``Answer.timed_out``). While it waits, the state shown to the voice agent and
+        front ends has ``"asking": question``. Questions from one background are asked
+        one at a time, in the order ``ask`` was called. Raises ``RuntimeError`` when
+        the session is closed, or closes while it waits; cancelling it withdraws the
+        question.
+        """
+        return await self._runtime.ask(question, choices=choices, timeout=timeout)
 
     def turn(self) -> contextlib.AbstractAsyncContextManager[None]:
         """Mark this background busy for one unit of work (holds the user-away timer)."""

@@ -29,8 +29,9 @@ from ..llm.tools import FunctionTool
 from ..tasks import Signal, TaskScope
 from ..voice.events import BackgroundMessage, BackgroundReply, BackgroundState, BackgroundStatus
 from ..voice.parts import PartHost, Pending, SchedulerClosed
+from ._asking import Asking
 from ._grace import GraceWindow
-from .context import UNSET, BackgroundContext
+from .context import UNSET, Answer, BackgroundContext
 from .definition import (
     BackgroundDefinition,
     HandlingOptions,
@@ -58,7 +59,9 @@ class BackgroundRuntime:
         self.definition = definition
         self.handling = manager.handling_for(definition)
         self.ctx = BackgroundContext(self)
-        self.state: Any = UNSET
+        self.state: Any = UNSET  # as shown (with the open question: _asking.py)
+        self.reported_state: Any = UNSET  # as the background reported it
+        self.asking = Asking(self)
         self.closed = False
         self.status = "created"
         self.interrupt_callback: Callable[[], Awaitable[None]] | None = None
@@ -127,6 +130,7 @@ class BackgroundRuntime:
     def mark_closed(self) -> None:
         self.closed = True
         self._inbox_signal.notify()
+        self.asking.close()
 
     def _closed_error(self) -> RuntimeError:
         return RuntimeError(f"background session '{self.definition.id}' is closed")
@@ -134,6 +138,8 @@ class BackgroundRuntime:
     # -- inbox ----------------------------------------------------------------------
     def deliver(self, content: str) -> None:
         """A message from the voice agent (the ``backline_send`` tool)."""
+        if self.asking.take(content):
+            return  # the answer to the open question: not for the inbox, no interrupt
         waiting = len(self._inbox)
         self._inbox.append(content)
         self._inbox_signal.notify()
@@ -167,6 +173,11 @@ class BackgroundRuntime:
     def waiting(self) -> int:
         """How many messages wait in the inbox, not yet read."""
         return len(self._inbox)
+
+    def put_back(self, content: str) -> None:
+        """A message taken for a question that was withdrawn: first in the inbox again."""
+        self._inbox.insert(0, content)
+        self._inbox_signal.notify()
 
     def take_pending(self) -> list[str]:
         items, self._inbox = self._inbox, []
@@ -217,7 +228,9 @@ class BackgroundRuntime:
                 self._reader = None
 
     # -- outbound -------------------------------------------------------------------
-    async def send(self, text: str, *, silent: bool) -> None:
+    async def send(self, text: str, *, silent: bool, note: str | None = None) -> None:
+        """``note``: what the voice agent reads after the text, not front ends (a
+        question's instructions); the item is then marked ``"question": True``."""
         if not isinstance(text, str):
             raise TypeError("a background message must be a string")
         if self.closed:
@@ -240,15 +253,14 @@ class BackgroundRuntime:
             {
                 "background_session_id": defn.id,
                 "background_session_description": defn.description,
-                "message": text,
+                "message": text if note is None else f"{text}\n\n{note}",
             },
         )
         message_id = new_id("background_message_")
-        item = ChatMessage(
-            role="user",
-            content=rendered,
-            extra={"background_id": defn.id, "background_message_id": message_id, "silent": silent},
-        )
+        extra = {"background_id": defn.id, "background_message_id": message_id, "silent": silent}
+        if note is not None:
+            extra["question"] = True
+        item = ChatMessage(role="user", content=rendered, extra=extra)
         try:
             if silent:
                 await self.scheduler.insert_silent([item])
@@ -284,8 +296,17 @@ class BackgroundRuntime:
                 defn_id,
                 limits.max_state_chars,
             )
-        self.state = snap.value
-        self.session.emit(BackgroundState(background_id=self.definition.id, state=self.state))
+        self.reported_state = snap.value
+        self.publish_state()
+
+    def publish_state(self) -> None:
+        """The state as shown (the reported one, with the open question) to front ends."""
+        self.state = self.asking.overlay(self.reported_state)
+        shown = {} if self.state is UNSET else self.state  # a question ended before any report
+        self.session.emit(BackgroundState(background_id=self.definition.id, state=shown))
+
+    async def ask(self, question: str, *, choices: Any, timeout: float) -> Answer:
+        return await self.asking.ask(question, choices=choices, timeout=timeout)
 
     @contextlib.asynccontextmanager
     async def turn(self) -> AsyncIterator[None]:

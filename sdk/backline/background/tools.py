@@ -62,7 +62,9 @@ SEND_DESCRIPTION = (
     "Send a message to a background session: a task, an answer to its question, or a new "
     "direction. Delivery is asynchronous: this returns at once and does not wait for a "
     "response; the background session reports back on its own. A message sent while it is "
-    "working interrupts its current work."
+    "working interrupts its current work. When a background session asks the user a "
+    "question, put it to the user and send their answer here, in their words: it answers "
+    "that question and interrupts nothing."
 )
 STATE_DESCRIPTION = (
     "Return the real-time state a background session reports: what it is working on right "

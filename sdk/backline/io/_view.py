@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from ..background import ASKING
 from ..limits import DEFAULT_LIMITS
 from ..llm.tool_output import json_snapshot
 
@@ -28,7 +29,9 @@ CHANGED = "files_changed"
 """A list of paths (files the background changed): read as a count."""
 LINKS = "links"
 """Label -> URL or file path: shown in full, never cut."""
-CONVENTION_KEYS = frozenset({HEADLINE, PHASE, ACTIVITY, CHANGED, LINKS})
+# ASKING ("asking"): the question a background waits on (``ctx.ask`` adds it while it
+# waits): leads the line, never cut.
+CONVENTION_KEYS = frozenset({HEADLINE, PHASE, ACTIVITY, CHANGED, LINKS, ASKING})
 """Keys read by their meaning; any other key reads as a count (a whole number) or a
 short field (a short text or a fraction)."""
 
@@ -42,10 +45,13 @@ def summarize_state(state: Any, width: int = 70) -> str:
     fractional number read as ``key value`` (``{"status": "checking", "city": "Oslo"}``
     reads "checking · city Oslo"). The line is cut to ``width``, never inside a
     command in backticks (an instruction such as "(`backline mcp config -b x`)" is kept
-    whole); ``links`` (label -> URL or file path) are shown in full after the cut.
+    whole); ``links`` (label -> URL or file path) are shown in full after the cut, and
+    the question a background waits on (``asking``) in full before the line.
     """
-    links = ""
+    links = asking = ""
     if isinstance(state, dict):
+        if isinstance(state.get(ASKING), str):
+            asking = f"asking: {' '.join(state[ASKING].split())} · "
         parts: list[str] = []
         if state.get(HEADLINE):
             parts.append(str(state[HEADLINE]))
@@ -70,12 +76,14 @@ def summarize_state(state: Any, width: int = 70) -> str:
         found = state.get(LINKS)
         if isinstance(found, dict):
             links = "".join(f" · {label}: {target}" for label, target in found.items())
-        text = " · ".join(parts) if parts else ", ".join(f"{k}={v}" for k, v in state.items())
+        rest = {k: v for k, v in state.items() if not (asking and k == ASKING)}
+        text = " · ".join(parts) if parts else ", ".join(f"{k}={v}" for k, v in rest.items())
     elif state is None:
         text = "null"
     else:
         text = str(state)
-    return shorten(text, _keeping_commands(" ".join(text.split()), width)) + links
+    line = shorten(text, _keeping_commands(" ".join(text.split()), width)) + links
+    return (asking + line) if line else asking.removesuffix(" · ")
 
 
 def _keeping_commands(text: str, width: int) -> int:

@@ -17,14 +17,12 @@ import logging
 import math
 import weakref
 from collections.abc import Awaitable, Callable
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import Any, ClassVar
 
+from ...background.context import Answer, BackgroundContext
 from ...limits import DEFAULT_LIMITS, Limits
 from ...llm.tool_output import snapshot_tool_output
 from ...tasks import TaskScope
-
-if TYPE_CHECKING:
-    from ...background.context import BackgroundContext
 
 logger = logging.getLogger("backline.mcp")
 
@@ -183,12 +181,12 @@ class VoiceChannel:
         text = self._text(question, "question", "ask_user")
         timeout, _ = self._timeout(timeout_seconds)
         earlier = self._take()  # what the user said before the question is not its answer
-        await self._send(text, silent=False)
-        batch = await self._next_batch(timeout, progress)
+        answer = await self._ask(text, timeout, progress)
         before = ""
         if earlier:
             before = f"\n\n(Before the question, the user said: {' / '.join(earlier)})"
-        if batch:
+        if not answer.timed_out:
+            batch = [answer.text, *self._take()]  # and what followed it at once
             return "The user answered:\n" + "\n".join(batch) + before
         return (
             f"No answer yet (waited {_seconds(timeout)}). The question was asked aloud; "
@@ -252,6 +250,29 @@ class VoiceChannel:
         if not taken:
             return ""
         return f"\n\n{MEANWHILE} " + "\n".join(taken)
+
+    async def _ask(self, text: str, timeout: float, progress: Progress | None) -> Answer:
+        """``ctx.ask`` (the one way a background asks), reporting progress meanwhile."""
+        loop = asyncio.get_running_loop()
+        started = loop.time()
+        scope = TaskScope("voice channel question", log_failures=False)  # read here
+        asking = scope.create_task(self.ctx.ask(text, timeout=timeout))
+        every = None if progress is None else KEEPALIVE_SECONDS
+        self._update(listeners=+1)
+        try:
+            while not (await asyncio.wait((asking,), timeout=every))[0]:
+                assert progress is not None
+                await _report(progress, loop.time() - started, timeout)
+            answer = asking.result()
+        except RuntimeError:
+            raise ChannelError(CLOSED) from None
+        except ValueError as e:  # longer than the session's Limits.max_send_chars
+            raise ChannelError(f"{e}. Nothing was asked.") from None
+        finally:
+            self._update(listeners=-1)
+            await scope.aclose()  # a cancelled call withdraws its question
+        self.spoken += 1
+        return answer
 
     async def _next_batch(self, timeout: float, progress: Progress | None) -> list[str]:
         """The next messages for this agent, or ``[]`` after ``timeout`` seconds."""
