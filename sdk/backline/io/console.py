@@ -2,9 +2,11 @@
 
 The user types; replies stream as they are generated; agent-initiated turns
 (background updates) appear the moment they are spoken, with no input needed; a
-live status line shows the agent state and each background's state. In a real
-terminal it uses prompt_toolkit (the status line is a bottom toolbar and the
-reply in progress streams there); otherwise it prints plain lines. Input that is
+live status line shows the agent state and each background's state; when a
+background finishes, fails or asks something, the terminal's bell rings at once
+and a line marked 🔔 says so (``background_alert``). In a real terminal it uses
+prompt_toolkit (the status line is a bottom toolbar and the reply in progress
+streams there); otherwise it prints plain lines. Input that is
 not a terminal (a pipe, a file) is a script: each line is sent once the reply to
 the one before ended, and its end waits for the pending replies. Ctrl-C,
 Ctrl-D or ``/quit`` close the session cleanly (bounded). A line longer than
@@ -27,6 +29,7 @@ from typing import TYPE_CHECKING, Any, TextIO
 
 from ..limits import DEFAULT_LIMITS, Limits
 from ..tasks import TaskScope
+from ._alerts import BELL, alert_line
 from ._console_view import LEAVE_HINT, ConsoleOutput, ConsoleView, wrap_items
 from ._diagnostics import describe_error
 from ._view import NOTE_WIDTH, shorten
@@ -171,6 +174,19 @@ def _note_printer(view: ConsoleView, emit: Callable[[str], None]) -> Callable[[A
     return on_message
 
 
+def _alert_printer(
+    ring: Callable[[str], None], show: Callable[[str], None]
+) -> Callable[[Any], None]:
+    """A background finished, failed or asks something: the terminal's bell at once
+    (even in the middle of a reply), and a marked line where lines go."""
+
+    def on_alert(ev: Any) -> None:
+        ring(BELL)
+        show(alert_line(ev.text))
+
+    return on_alert
+
+
 async def _run_plain(
     session: Session[Any],
     agent: Agent,
@@ -224,6 +240,7 @@ async def _run_plain(
     for name in ("background_state", "background_status"):
         session.on(name, status)
     session.on("background_message", _note_printer(view, between_replies))
+    session.on("background_alert", _alert_printer(emit, between_replies))
     if banner:
         emit(banner + "\n")
     loop = asyncio.get_running_loop()
@@ -338,6 +355,7 @@ async def _run_rich(
     with patch_stdout():
         errors.attach(session, emit)
         session.on("background_message", _note_printer(view, emit))
+        session.on("background_alert", _alert_printer(emit, emit))
         if banner:
             emit(banner + "\n")
 

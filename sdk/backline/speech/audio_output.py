@@ -54,18 +54,22 @@ class AudioSink(Protocol):
 class ClockSink:
     """Plays on the event loop's clock: a frame written at ``t`` while nothing is queued
     plays from ``t`` for its duration. ``on_frame(frame)`` sees every frame written
-    (``on_clear()`` every stop), to record or forward them."""
+    (``on_clear()`` every stop, ``on_mix(frame)`` every frame mixed), to record or
+    forward them."""
 
     def __init__(
         self,
         *,
         on_frame: Callable[[AudioFrame], None] | None = None,
         on_clear: Callable[[], None] | None = None,
+        on_mix: Callable[[AudioFrame], None] | None = None,
     ) -> None:
         self._on_frame = on_frame
         self._on_clear = on_clear
+        self._on_mix = on_mix
         self._written = 0.0  # seconds of audio queued since the start, in total
         self._busy_until = 0.0  # loop time when what is queued ends
+        self._mixed_until = 0.0  # loop time when what was mixed ends
         self._changed = asyncio.Event()
 
     def _now(self) -> float:
@@ -77,6 +81,13 @@ class ClockSink:
         self._written += frame.duration
         if self._on_frame is not None:
             self._on_frame(frame)
+
+    def mix(self, frame: AudioFrame) -> None:
+        """Play ``frame`` now, over what is queued (a cue: an alert's sound); it delays
+        nothing, and ``played`` counts only what was written."""
+        self._mixed_until = max(self._mixed_until, self._now() + frame.duration)
+        if self._on_mix is not None:
+            self._on_mix(frame)
 
     def clear(self) -> None:
         now = self._now()
@@ -94,7 +105,7 @@ class ClockSink:
 
     async def drained(self) -> None:
         while True:
-            left = self._busy_until - self._now()
+            left = max(self._busy_until, self._mixed_until) - self._now()
             if left <= 0:
                 return
             changed = self._changed

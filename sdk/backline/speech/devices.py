@@ -33,6 +33,7 @@ from collections import deque
 from collections.abc import AsyncIterator, Callable
 from typing import Any, Protocol, runtime_checkable
 
+from ._mixing import mix_pcm
 from ._pcm import SAMPLE_WIDTH, Resampler, downmix, upmix
 from ._portaudio import (
     OPTION,
@@ -336,6 +337,16 @@ class Speaker:
             data = resampler.push(data)
         with self._lock:
             self._buffer += data
+
+    def mix(self, frame: AudioFrame) -> None:
+        """Play ``frame`` now, over what is queued (a cue: an alert's sound): it delays
+        nothing; the part that outlasts what is queued counts in ``played``."""
+        if self._opened is None:
+            raise RuntimeError("the speaker is closed" if self._closed else "Speaker.start() first")
+        data = frame.resample(self._rate).data
+        with self._lock:
+            head = bytes(self._buffer[: len(data)])
+            self._buffer[: len(head)] = mix_pcm(head, data, self._rate)
 
     def clear(self) -> None:
         """Stop now: what is queued is dropped (what PortAudio holds still plays:

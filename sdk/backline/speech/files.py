@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..tasks import TaskScope
+from ._mixing import mix_pcm
 from ._pcm import SAMPLE_WIDTH, Resampler
 from .audio_output import ClockSink
 from .frames import AudioFrame, read_wav
@@ -181,6 +182,47 @@ class WavOutput:
 
     def clear(self) -> None:
         self._clock.clear()
+
+    def mix(self, frame: AudioFrame) -> None:
+        """Play ``frame`` now, over what is queued (a cue: an alert's sound): it is added
+        to the audio that plays from now on, delaying nothing."""
+        if self._closed:
+            raise RuntimeError("the WAV output is closed")
+        self.start()
+        if self.sample_rate is None:
+            self.sample_rate = frame.sample_rate
+        now = self._now_sample()
+        self._commit(now)  # what played before it is in the file already
+        self._overlay(now, frame.resample(self.sample_rate).data)
+        self._clock.mix(frame)
+        if self._ticker is None or self._ticker.done():
+            self._ticker = self._scope.create_task(self._tick(), name="wav output")
+
+    def _overlay(self, start: int, data: bytes) -> None:
+        """``data`` added to the queue from sample ``start`` (summed where audio is queued,
+        on its own in the gaps and after the end)."""
+        assert self.sample_rate is not None
+        rate, end = self.sample_rate, start + len(data) // SAMPLE_WIDTH
+
+        def part(lo: int, hi: int) -> bytes:
+            return data[(lo - start) * SAMPLE_WIDTH : (hi - start) * SAMPLE_WIDTH]
+
+        queue: list[_Scheduled] = []
+        at = start  # the first sample of ``data`` not placed yet
+        for item in self._queue:
+            if at < min(item.start, end):  # a gap before this item
+                queue.append(_Scheduled(at, part(at, min(item.start, end))))
+                at = min(item.start, end)
+            lo, hi = max(at, item.start), min(item.end, end)
+            if lo < hi:
+                a, b = (lo - item.start) * SAMPLE_WIDTH, (hi - item.start) * SAMPLE_WIDTH
+                mixed = mix_pcm(item.data[a:b], part(lo, hi), rate)
+                item = _Scheduled(item.start, item.data[:a] + mixed + item.data[b:])
+                at = hi
+            queue.append(item)
+        if at < end:
+            queue.append(_Scheduled(at, part(at, end)))
+        self._queue = queue
 
     @property
     def played(self) -> float:

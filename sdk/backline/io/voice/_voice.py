@@ -4,8 +4,9 @@ The microphone's frames (or a recording's) go through the echo canceller, then t
 ``Listener`` (the way of talking), then ``SpeechInput`` into the session; the
 replies are spoken by the console's output into the speaker (or a file), each
 frame also told to the echo canceller as it is written. A chime marks a wake
-window opening and closing. Keys (in a terminal) and typed commands switch the
-way of talking at any time.
+window opening and closing; a short sound, one per kind, marks each alert (a
+background finished, failed or asks something). Keys (in a terminal) and typed
+commands switch the way of talking at any time.
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from ...speech.stt import SpeechToText
 from ...speech.tts import TextToSpeech
 from ...speech.vad import VoiceActivityDetector
 from ...tasks import TaskScope
+from .._alerts import alert_sound
 from .._console_voice import Emit
 
 logger = logging.getLogger("backline.io.voice")
@@ -115,6 +117,8 @@ class TerminalVoice:
         self._scope = TaskScope("backline voice")
         self._done = asyncio.Event()
         self._started = False
+        self._closed = False
+        session.on("background_alert", self._on_alert)  # its sound, even mid-reply
         self.frames = 0  # microphone frames heard (for the status line and tests)
 
     # -- ConsoleVoice -----------------------------------------------------------------------
@@ -201,6 +205,8 @@ class TerminalVoice:
                 await self.input.settled()  # its last words reached the session
 
     async def aclose(self) -> None:
+        self._closed = True
+        self._session.off("background_alert", self._on_alert)
         self.listener.close()
         async with asyncio.timeout(CLOSE_TIMEOUT):
             await self._scope.aclose()
@@ -222,6 +228,12 @@ class TerminalVoice:
     def _said(self, text: str) -> None:
         if self._emit is not None:
             self._emit(f"you (said): {text}\n")
+
+    def _on_alert(self, ev: Any) -> None:
+        if not self._closed:
+            sound = alert_sound(ev.kind, getattr(self._tts, "sample_rate", 24000))
+            # Over the agent's voice, at once (a sink that cannot mix queues it).
+            getattr(self._sink, "mix", self._sink.write)(sound)
 
     def _on_change(self, state: ListenerState) -> None:
         if state.moment in ("woke", "window closed"):
