@@ -11,6 +11,10 @@ only after ``min_interruption_speech`` seconds of speech, or once an interim
 transcript has ``min_interruption_words`` words, so a cough or a "mm-hm" does not cut
 the agent off. A final transcript with words is a turn in any case (it interrupts
 the agent as any turn does); an empty one (noise) changes nothing.
+
+An utterance longer than ``max_utterance`` seconds (a monologue, or noise the
+detector takes for speech) is transcribed in pieces of that length, so speech-to-text
+never holds more; ``end_utterance()`` ends one at once (push-to-talk let go).
 """
 
 from __future__ import annotations
@@ -62,12 +66,16 @@ class SpeechInput:
         vad: VoiceActivityDetector,
         min_interruption_speech: float = 0.5,
         min_interruption_words: int = 2,
+        max_utterance: float = 30.0,
     ) -> None:
+        if not max_utterance > 0:
+            raise ValueError("max_utterance must be a positive number of seconds")
         self._session = session
         self._stt_engine = stt
         self._vad_engine = vad
         self.min_interruption_speech = min_interruption_speech
         self.min_interruption_words = min_interruption_words
+        self.max_utterance = max_utterance
         self._scope = TaskScope("speech input")
         self._stt: STTStream | None = None
         self._vad: VADStream | None = None
@@ -75,6 +83,7 @@ class SpeechInput:
         self._time = 0.0  # seconds of audio pushed
         self._speaking = False
         self._speech_seconds = 0.0  # of the utterance so far
+        self._utterance_seconds = 0.0  # of it not yet given to speech-to-text whole
         self._interrupted = False  # this utterance interrupted the agent already
         self.speech_ended_at: float | None = None  # loop time of the last VAD end
         self.turns = 0
@@ -101,30 +110,48 @@ class SpeechInput:
             if event.kind == "start":
                 self._speaking = True
                 self._speech_seconds = 0.0
+                self._utterance_seconds = 0.0
                 self._interrupted = False
                 for at, earlier in self._recent:
                     if at + earlier.duration > event.at - LEAD:
                         stt.push(earlier)
                 self._recent.clear()
                 self._session.user_started_speaking(interrupt=False)
-            else:
-                self._speaking = False
-                self.speech_ended_at = asyncio.get_running_loop().time()
+            elif self._speaking:  # (not after end_utterance(): that one has ended)
                 stt.push(frame)
-                stt.flush()
-                self._pending += 1
-                self._settled.clear()
-                self._session.user_stopped_speaking()
+                self._end()
                 return
         if self._speaking:
             stt.push(frame)
             self._speech_seconds += frame.duration
+            self._utterance_seconds += frame.duration
             if self._speech_seconds >= self.min_interruption_speech:
                 self._barge_in()
+            if self._utterance_seconds >= self.max_utterance:
+                self._transcribe_so_far()  # a long monologue, or noise: bounded
         else:
             self._recent.append((start, frame))
             while self._recent and self._recent[0][0] < self._time - KEPT:
                 self._recent.popleft()
+
+    def end_utterance(self) -> None:
+        """End what the user is saying now (push-to-talk let go), without waiting for
+        the voice activity detector to hear the silence after it."""
+        if self._speaking and self._stt is not None:
+            self._end()
+
+    def _end(self) -> None:
+        self._speaking = False
+        self.speech_ended_at = asyncio.get_running_loop().time()
+        self._transcribe_so_far()
+        self._session.user_stopped_speaking()
+
+    def _transcribe_so_far(self) -> None:
+        assert self._stt is not None
+        self._stt.flush()
+        self._utterance_seconds = 0.0
+        self._pending += 1
+        self._settled.clear()
 
     def _barge_in(self) -> None:
         if self._interrupted or self._session.agent_state != "speaking":
