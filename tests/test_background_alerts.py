@@ -44,8 +44,7 @@ async def test_finished_failed_and_asked_while_the_agent_speaks(
     async def deploy(ctx: BackgroundContext) -> None:
         await go.wait()
         await asyncio.sleep(3)
-        ctx.set_state({"status": "waiting", "asking": "Deploy to production now?"})
-        await asyncio.Event().wait()
+        await ctx.ask("Deploy to production now?", choices=["yes", "no"], timeout=600)
 
     # The agent speaks for 20 s (a word every half second) while all three report.
     llm = ScriptedLLM([text(LONG, chunk_delay=0.5)])

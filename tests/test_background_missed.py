@@ -114,7 +114,7 @@ async def test_away_while_two_backgrounds_report_then_the_catch_up(
         (told,) = outputs(llm, MISSED_TOOL)
         assert told.splitlines() == [
             "What the user missed (3 items, oldest first):",
-            "1. ci said (spoken while the user was away): All 120 tests pass.",
+            "1. ci said: All 120 tests pass. (spoken while the user was away)",
             "2. ci finished: run the tests (while the user was away)",
             "3. build failed: RuntimeError: the compiler crashed (while the user was away)",
         ]
@@ -175,7 +175,7 @@ async def test_an_interrupted_update_is_kept_as_not_heard(virtual_clock: Virtual
         await session.run(user_input="what did I miss?")
     (told,) = outputs(llm, MISSED_TOOL)
     assert told.splitlines()[1:] == [
-        "1. ci said (NOT HEARD: interrupted): The deploy to staging failed on step 3."
+        "1. ci said: The deploy to staging failed on step 3. (NOT HEARD: interrupted)"
     ]
 
 
@@ -209,3 +209,28 @@ async def test_an_update_sent_while_away_and_heard_on_return_is_not_missed(
         hold.set()
         assert await session.wait_for_idle(timeout=10)
         assert part.record.items == []
+
+
+async def test_a_question_asked_while_away_is_one_item(virtual_clock: VirtualClock) -> None:
+    """``ctx.ask`` while the user is away: the question is spoken to an empty room and
+    its alert rings; what the user missed is the question, once."""
+
+    @background("deploy", description="Deploys.")
+    async def deploy(ctx: BackgroundContext) -> None:
+        await asyncio.sleep(AWAY + 5)
+        await ctx.ask("Deploy to production now?", choices=["yes", "no"], timeout=600)
+
+    session: Session[Any] = Session(
+        ScriptedLLM(["Deploy asks: deploy to production now?"]),
+        background=[deploy],
+        user_away_timeout=AWAY,
+    )
+    alerts: list[str] = []
+    session.on("background_alert", lambda e: alerts.append(e.kind))
+    async with session:
+        await session.start(Agent("Talk."))
+        await asyncio.sleep(AWAY + 10)
+        assert session.user_state == "away" and alerts == ["question"]
+        assert [i.line() for i in missed_part(session).record.items] == [
+            "deploy asks: Deploy to production now? (spoken while the user was away)"
+        ]

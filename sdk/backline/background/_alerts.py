@@ -17,8 +17,8 @@ The rules, in one place (per background):
   key (docs/background.md) became a new non-empty text. Reported during a turn, it
   is told when the turn ends; outside one, at once. One failure is one alert: the
   error a background reports right after a failed turn is that failure's.
-- **question**: it asks the user something: its state's ``asking`` key (what
-  ``ctx.ask`` sets while it waits for the answer) became a new non-empty text.
+- **question**: it asks the user something (``ctx.ask``): its state's ``asking`` key,
+  shown while it waits for the answer, became a new non-empty text.
 """
 
 from __future__ import annotations
@@ -31,15 +31,14 @@ from ..llm.tools import FunctionTool
 from ..tasks import TaskScope
 from ..voice.events import AlertKind, BackgroundAlert
 from ..voice.parts import PartHost
+from ._asking import ASKING
 
-__all__ = ["ALERT_TEXT_CHARS", "ASKING_KEY", "ERROR_KEY", "BackgroundAlerts", "alert_text"]
+__all__ = ["ALERT_TEXT_CHARS", "ERROR_KEY", "BackgroundAlerts", "alert_text"]
 
 ALERT_TEXT_CHARS = 160
 """An alert's text is cut to this many characters (it is one line)."""
 ERROR_KEY = "error"
 """The state convention's key for what went wrong (text, or null)."""
-ASKING_KEY = "asking"
-"""The state key a background sets while it waits for the user's answer (the question)."""
 
 
 class _Running(Protocol):
@@ -169,7 +168,7 @@ class BackgroundAlerts:
             task = _text(state.get("task")) or _text(state.get("last_task"))
             if task is not None:
                 watch.task = task
-        asking = _text(state.get(ASKING_KEY))
+        asking = _text(state.get(ASKING))
         if asking is not None and asking != watch.asking:
             self._alert(bid, "question", asking)
         watch.asking = asking

@@ -33,6 +33,7 @@ from ..llm.chat_context import ChatMessage, new_id
 from ..llm.tools import FunctionTool
 from ..tasks import TaskScope
 from ..voice.parts import PartHost, Pending, Replies, ReplyStatus, SchedulerClosed
+from ._alerts import alert_text
 
 __all__ = [
     "MISSED_TOOL",
@@ -101,14 +102,13 @@ class MissedItem:
 
     def line(self) -> str:
         """How the item reads in the tool's answer."""
-        if self.kind != "update":
-            head = self.text  # an alert's line names its background already
-            return f"{head} (while the user was away)" if self.away else head
-        if self.heard:
-            how = "spoken while the user was away"
-        else:
-            how = f"NOT HEARD: {self.why or 'interrupted'}"
-        return f"{self.background_id} said ({how}): {self.text}"
+        # An alert's text names its background already ("ci finished: ...").
+        head = f"{self.background_id} said: {self.text}" if self.kind == "update" else self.text
+        if self.heard is False:
+            return f"{head} (NOT HEARD: {self.why or 'interrupted'})"
+        if self.away:
+            return f"{head} ({'spoken ' if self.heard else ''}while the user was away)"
+        return head
 
 
 def _cut(text: str) -> str:
@@ -329,6 +329,8 @@ class MissedUpdates:
                 self.record.add(item)
 
     def _on_alert(self, ev: Any) -> None:
+        if ev.kind == "question" and self._asked(ev.background_id, ev.text):
+            return
         if self._away:
             self.record.add(
                 MissedItem(
@@ -339,6 +341,17 @@ class MissedUpdates:
                     away=True,
                 )
             )
+
+    def _asked(self, background_id: str, text: str) -> bool:
+        """A question's alert: the update that asked it (``ctx.ask`` sends the question
+        first) becomes the question, keeping whether it was heard. False: none found."""
+        for item in [*reversed(self._tracked.values()), *reversed(self.record.items)]:
+            if item.background_id != background_id or item.kind != "update":
+                continue
+            if alert_text(background_id, "question", item.text) == text:
+                item.kind, item.text = "question", _cut(text)
+                return True
+        return False
 
     # -- the catch-up ------------------------------------------------------------------------
     def _came_back(self) -> None:
