@@ -236,6 +236,8 @@ class TerminalVoice:
             getattr(self._sink, "mix", self._sink.write)(sound)
 
     def _on_change(self, state: ListenerState) -> None:
+        if state.moment == "released" and self._started:
+            self.input.end_utterance()  # the key let go: what was said is a turn now
         if state.moment in ("woke", "window closed"):
             rate = getattr(self._tts, "sample_rate", 24000)
             self._sink.write(chime(rate, rising=state.moment == "woke"))
