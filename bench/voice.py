@@ -15,13 +15,16 @@ the VAD's end are pushed as fast as they are taken; from the VAD's end on, one e
 - always-on: quiet, the question, quiet;
 - push-to-talk: the key pressed before the question and released as it ends (what
   follows is silence);
-- wake phrase, in one breath: the phrase, 0.15 s, the question (one utterance);
+- wake phrase, in one breath: the phrase, then the question after eSpeak NG's own
+  pause (0.3 s: shorter than the VAD's 0.5 s, so one utterance);
 - wake phrase, then the question: the phrase, quiet until the window opens (the
   chime), the question.
 
 The wake phrase is "how are you": PocketSphinx hears eSpeak NG say it word for word
-(it hears nothing like "hey backline", the default). Its detection delay: from the
-end of the phrase's audio to the Listener's "woke" moment (when the chime plays).
+(it hears nothing like "hey backline", the default). The questions, "what is the
+weather" and "what is the status", it hears word for word here too (the table counts
+the turns that were). The phrase's detection delay: from the end of its audio to
+the Listener's "woke" moment (when the chime plays).
 
 Idle listening: ``TerminalVoice`` with the default local engines, as ``backline
 voice`` builds them, always-on, hearing quiet room noise (a WAV file played in real
