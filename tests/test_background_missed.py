@@ -165,17 +165,25 @@ async def test_an_interrupted_update_is_kept_as_not_heard(virtual_clock: Virtual
         await asyncio.sleep(15)
         assert replies == ["scheduled", "interrupted", "scheduled", "completed"]
         (item,) = missed_part(session).record.items
+        # What the agent got to say of it before the cut (the history keeps it).
+        cut_off = 'interrupted after "word0 word1 word2 word3 word4"'
+        (relay,) = [
+            i
+            for i in session.history.items
+            if isinstance(i, ChatMessage) and i.role == "assistant" and i.interrupted
+        ]
+        assert cut_off == f'interrupted after "{relay.content}"'
         assert (item.background_id, item.kind, item.away, item.heard, item.why) == (
             "ci",
             "update",
             False,
             False,
-            "interrupted",
+            cut_off,
         )
         await session.run(user_input="what did I miss?")
     (told,) = outputs(llm, MISSED_TOOL)
     assert told.splitlines()[1:] == [
-        "1. ci said: The deploy to staging failed on step 3. (NOT HEARD: interrupted)"
+        f"1. ci said: The deploy to staging failed on step 3. (NOT HEARD: {cut_off})"
     ]
 
 

@@ -52,6 +52,8 @@ ITEM_CHARS = 300
 """An item's text is cut to this many characters."""
 MAX_TRACKED = 64
 """Spoken updates followed until their reply ends (while the user is there)."""
+SAID_CHARS = 80
+"""Of a relay cut off, the end of what it got to say (before the cut) is kept."""
 NOTE_ITEMS = 6
 """The catch-up note names this many items, then counts the rest."""
 
@@ -88,7 +90,9 @@ class MissedItem:
     """One thing the user missed. ``kind``: a spoken ``update`` (``send``), or an alert
     (``finished``, ``failed``, ``question``); ``away``: it came, or was spoken, while
     the user was away; ``heard``: for an update, whether its reply played to the end
-    (``why`` says why not: ``"interrupted"``, ``"never spoken"``, ``"not spoken yet"``);
+    (``why`` says why not: ``'interrupted after "..."'`` with the end of what the agent
+    got to say, ``"interrupted before any of it was said"``, ``"never spoken"``, ``"not
+    spoken yet"``);
     ``None`` for an alert."""
 
     seq: int
@@ -109,6 +113,16 @@ class MissedItem:
         if self.away:
             return f"{head} ({'spoken ' if self.heard else ''}while the user was away)"
         return head
+
+
+def _said(speech: Any) -> str:
+    """What a relay that was cut off got to say (the history keeps what was heard)."""
+    if speech is None:
+        return ""
+    items = speech.chat_items
+    text = " ".join(str(i.content) for i in items if getattr(i, "role", None) == "assistant")
+    text = " ".join(text.split())
+    return text if len(text) <= SAID_CHARS else "…" + text[-(SAID_CHARS - 1) :]
 
 
 def _cut(text: str) -> str:
@@ -230,6 +244,7 @@ class MissedUpdates:
         self._offered = -1  # the newest item a catch-up offered
         self._told = False  # the user was told (the tool) since the last offer
         self._tracked: dict[str, MissedItem] = {}  # message id -> update (user there)
+        self._relays: dict[str, Any] = {}  # speech id -> a relay's handle, until it ends
 
     def reserved_names(self) -> Mapping[str, str]:
         return {}
@@ -245,6 +260,7 @@ class MissedUpdates:
         self._scope = TaskScope("catch-up")
         self._away = False
         self._tracked = {}
+        self._relays = {}
         self._scheduler = session.reply_scheduler(self, name="catch-up", source="background_reply")
         for name, callback in self._listeners():
             session.on(name, callback)
@@ -264,6 +280,7 @@ class MissedUpdates:
         return [
             ("user_state_changed", self._on_user),
             ("background_message", self._on_message),
+            ("speech_created", self._on_speech),
             ("background_reply", self._on_reply),
             ("background_alert", self._on_alert),
         ]
@@ -309,10 +326,21 @@ class MissedUpdates:
             while len(self._tracked) > MAX_TRACKED:
                 del self._tracked[next(iter(self._tracked))]
 
+    def _on_speech(self, ev: Any) -> None:
+        if ev.source == "background_reply":  # a relay: what it got to say, if cut off
+            self._relays[ev.speech.id] = ev.speech
+            while len(self._relays) > MAX_TRACKED:
+                del self._relays[next(iter(self._relays))]
+
     def _on_reply(self, ev: Any) -> None:
         status: ReplyStatus = ev.status
         if status == "scheduled":
             return
+        relay = self._relays.pop(ev.speech_id, None) if ev.speech_id else None
+        why = "never spoken"
+        if status == "interrupted":
+            said = _said(relay)
+            why = f'interrupted after "{said}"' if said else "interrupted before any of it was said"
         for message_id in ev.message_ids:
             item = self._tracked.pop(message_id, None) or self.record.find(message_id)
             if item is None:
@@ -323,8 +351,7 @@ class MissedUpdates:
                     continue
                 item.away, item.heard, item.why = True, True, None
             else:
-                item.heard = False
-                item.why = "interrupted" if status == "interrupted" else "never spoken"
+                item.heard, item.why = False, why
             if self.record.find(message_id) is None:
                 self.record.add(item)
 
@@ -387,4 +414,6 @@ class MissedUpdates:
         return CATCH_UP_AT_TAIL if at_tail else CATCH_UP_MAYBE_COVERED
 
     def reply_status(self, ids: list[str], status: ReplyStatus, speech_id: str | None) -> None:
+        if speech_id is not None and status != "scheduled":
+            self._relays.pop(speech_id, None)  # (the catch-up's own reply)
         logger.debug("catch-up %s: %s", ids, status)
