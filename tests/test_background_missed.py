@@ -172,7 +172,7 @@ async def test_an_interrupted_update_is_kept_as_not_heard(virtual_clock: Virtual
             for i in session.history.items
             if isinstance(i, ChatMessage) and i.role == "assistant" and i.interrupted
         ]
-        assert cut_off == f'interrupted after "{relay.content}"'
+        assert cut_off == f'interrupted after "{relay.content.strip()}"'
         assert (item.background_id, item.kind, item.away, item.heard, item.why) == (
             "ci",
             "update",
