@@ -14,6 +14,9 @@ KEY_ENV = "ANTHROPIC_API_KEY"
 READ_WRITE_TOOLS: tuple[str, ...] = ("Read", "Write", "Edit", "Glob", "Grep")
 SEND_TO_USER = "mcp__voice__send_to_user"
 PERMISSION_MODES = ("default", "acceptEdits", "plan")
+APPROVE_MODES = ("auto", "ask")
+"""``auto``: a permitted call inside the folder runs without asking (the default);
+``ask``: a call the options do not already allow is put to the user (approvals.py)."""
 SETTING_SOURCES = ("user", "project", "local")
 
 ENV_CWD = "BACKLINE_CLAUDE_CODE_CWD"
@@ -26,12 +29,16 @@ ENV_TURN_TIMEOUT = "BACKLINE_CLAUDE_CODE_TURN_TIMEOUT"
 ENV_RETRY_TIMEOUT = "BACKLINE_CLAUDE_CODE_RETRY_TIMEOUT"
 ENV_NO_CLAUDE_MD = "BACKLINE_CLAUDE_CODE_NO_CLAUDE_MD"
 ENV_REQUIRE_CLEAN = "BACKLINE_CLAUDE_CODE_REQUIRE_CLEAN"
+ENV_APPROVE = "BACKLINE_CLAUDE_CODE_APPROVE"
+ENV_APPROVE_TIMEOUT = "BACKLINE_CLAUDE_CODE_APPROVE_TIMEOUT"
 REQUIRE_CLEAN_OPTION = "--claude-require-clean"
 
 TURN_TIMEOUT = 1800.0
 """Default deadline of one task (a turn), in seconds: 30 minutes."""
 RETRY_TIMEOUT = 60.0
 """Default time Claude Code may keep retrying a failing model request, in seconds."""
+APPROVE_TIMEOUT = 60.0
+"""Default time the user has to answer an approval question (then the call is denied)."""
 
 
 def _truthy(value: str | None) -> bool:
@@ -69,6 +76,10 @@ class ClaudeCodeConfig:
     task is given up.
     ``require_clean``: start editing only in a git repository without uncommitted
     changes (a task is refused, saying why, until the tree is clean).
+    ``approve``: ``auto`` (a permitted call inside the folder runs without asking) or
+    ``ask`` (a call that the permission mode does not already allow is put to the
+    user, who answers once, always or no; no answer within ``approve_timeout``
+    seconds denies it). The folder rule applies first, whatever the answer.
     """
 
     cwd: Path = field(default_factory=Path.cwd)
@@ -81,6 +92,8 @@ class ClaudeCodeConfig:
     turn_timeout: float = TURN_TIMEOUT
     retry_timeout: float = RETRY_TIMEOUT
     require_clean: bool = False
+    approve: str = "auto"
+    approve_timeout: float = APPROVE_TIMEOUT
     env: Mapping[str, str] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
@@ -96,12 +109,14 @@ class ClaudeCodeConfig:
                 f"permission mode {self.permission_mode!r} is not one of "
                 f"{', '.join(PERMISSION_MODES)}"
             )
+        if self.approve not in APPROVE_MODES:
+            raise ValueError(f"approve {self.approve!r} is not one of {', '.join(APPROVE_MODES)}")
         unknown = [s for s in self.setting_sources if s not in SETTING_SOURCES]
         if unknown:
             raise ValueError(
                 f"setting source {unknown[0]!r} is not one of {', '.join(SETTING_SOURCES)}"
             )
-        for name in ("turn_timeout", "retry_timeout"):
+        for name in ("turn_timeout", "retry_timeout", "approve_timeout"):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int | float):
                 raise ValueError(f"{name} must be a number of seconds, got {value!r}")
@@ -184,7 +199,13 @@ class ClaudeCodeConfig:
             values["read_claude_md"] = not _truthy(env[ENV_NO_CLAUDE_MD])
         if env.get(ENV_REQUIRE_CLEAN):
             values["require_clean"] = _truthy(env[ENV_REQUIRE_CLEAN])
-        for name, key in (("turn_timeout", ENV_TURN_TIMEOUT), ("retry_timeout", ENV_RETRY_TIMEOUT)):
+        if env.get(ENV_APPROVE):
+            values["approve"] = env[ENV_APPROVE].strip()
+        for name, key in (
+            ("turn_timeout", ENV_TURN_TIMEOUT),
+            ("retry_timeout", ENV_RETRY_TIMEOUT),
+            ("approve_timeout", ENV_APPROVE_TIMEOUT),
+        ):
             if env.get(key):
                 values[name] = _seconds(key, env[key])
         if not env.get(KEY_ENV):

@@ -15,8 +15,11 @@ from backline import hookimpl
 
 from .background import claude_code_background
 from .config import (
+    APPROVE_MODES,
     ENV_ALLOW_BASH,
     ENV_ALLOWED_TOOLS,
+    ENV_APPROVE,
+    ENV_APPROVE_TIMEOUT,
     ENV_CWD,
     ENV_MODEL,
     ENV_NO_CLAUDE_MD,
@@ -77,6 +80,21 @@ OPTIONS: tuple[tuple[str, str, str, dict[str, Any]], ...] = (
         "Start editing only in a git repository without uncommitted changes (otherwise "
         "each task is refused, saying why).",
         {"is_flag": True},
+    ),
+    (
+        "approve",
+        ENV_APPROVE,
+        "auto: a permitted tool call inside the folder runs without asking (default); "
+        "ask: a call the permission mode does not already allow is put to you "
+        "(once, always for it, or no).",
+        {"type": click.Choice(APPROVE_MODES)},
+    ),
+    (
+        "approve-timeout",
+        ENV_APPROVE_TIMEOUT,
+        "With --approve ask: deny a call the user has not answered within this many "
+        "seconds (default 60).",
+        {"metavar": "SECONDS", "type": click.FloatRange(min=0, min_open=True)},
     ),
     (
         "turn-timeout",
@@ -152,6 +170,11 @@ def register_commands(cli: click.Group) -> None:
             f"Claude Code works in {config.cwd} with {', '.join(config.tools)}"
             f"{'' if config.allow_bash else ' (no Bash: --allow-bash to allow it)'}."
         )
+        if config.approve == "ask":
+            click.echo(
+                "It asks you before a tool call its permission mode does not allow "
+                f"(--approve ask; no answer in {config.approve_timeout:g} s: denied)."
+            )
         for warning in config.warnings:
             click.secho(f"Warning: {warning}.", err=True, fg="yellow")
         options = SessionOptions(backgrounds=("claude_code",), llm=llm, model=voice_model)

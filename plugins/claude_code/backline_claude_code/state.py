@@ -128,11 +128,15 @@ class StatusReporter:
         """A tool call is about to run: a command is recorded now (it may run long)."""
         if name != "Bash":
             return  # edits are recorded once they land; searches are churn
+        self._recent.append(f"ran `{self._command(tool_input)}`")
+        self.publish()
+
+    @staticmethod
+    def _command(tool_input: dict[str, Any]) -> str:
         command = " ".join(str(tool_input.get("command", "")).split())
         if len(command) > COMMAND_CHARS:
             command = command[: COMMAND_CHARS - 1] + "…"
-        self._recent.append(f"ran `{command}`")
-        self.publish()
+        return command
 
     def tool_finished(self, name: str, tool_input: dict[str, Any]) -> None:
         """A tool call ran: an edit is recorded now, with its file in ``files_changed``."""
@@ -144,6 +148,24 @@ class StatusReporter:
             if path not in self._files:
                 self._files.append(path)
             self.publish()
+
+    def decided(self, name: str, tool_input: dict[str, Any], outcome: str) -> None:
+        """The user answered an approval question (approvals.py). A command refused
+        takes the place of its "ran" line (recorded when the call was about to run)."""
+        if outcome in ("allowed once", "allowed always", "already allowed"):
+            return  # it runs: recorded as any call
+        why = {"denied": "you said no", "no answer": "no answer"}.get(outcome, outcome)
+        if name == "Bash":
+            command = self._command(tool_input)
+            ran = f"ran `{command}`"
+            for index in range(len(self._recent) - 1, -1, -1):  # its latest "ran" line
+                if self._recent[index] == ran:
+                    del self._recent[index]
+                    break
+            self._recent.append(f"did not run `{command}` ({why})")
+        else:
+            self._recent.append(f"did not use {name} ({why})")
+        self.publish()
 
     def refused(self, name: str) -> None:
         """A tool call was refused (a path outside the working directory, a tool not given)."""

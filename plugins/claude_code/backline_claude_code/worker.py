@@ -6,7 +6,9 @@ CONTEXT-ONLY (its narration goes to ``ctx.send(text, silent=True)``), STATE
 calls ``client.interrupt()``; the turn is read to its end, then the waiting
 messages run as the next turn).
 
-Every tool call passes ``FolderGuard`` (confine.py); every turn has a deadline
+Every tool call passes ``FolderGuard`` (confine.py); with ``approve="ask"`` a call the
+permission mode does not already allow is then put to the user (approvals.py, through
+``ctx.ask``); every turn has a deadline
 (``TurnDeadline``); closing stops the CLI process in every path (client.py). When the
 session starts, git checks the folder (workspace.py): anything but a clean repository
 is said in one sentence, and with ``require_clean`` no task starts until it is clean.
@@ -20,6 +22,7 @@ import logging
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
+from .approvals import Approvals
 from .client import ClaudeClient
 from .config import REQUIRE_CLEAN_OPTION, SEND_TO_USER, ClaudeCodeConfig
 from .confine import FolderGuard, deny_output
@@ -119,6 +122,9 @@ class ClaudeCodeWorker:
         self.config = config
         self.reporter = StatusReporter(ctx, config.cwd)
         self.guard = FolderGuard(config.cwd, config.home, config.permitted_tools)
+        self.approvals = (
+            Approvals(ctx, config.cwd, config.approve_timeout) if config.approve == "ask" else None
+        )
         self._client_factory = client_factory
         self._client: ClaudeClient | None = None
         self._failed_before = False
@@ -250,7 +256,7 @@ class ClaudeCodeWorker:
             tool,
         )
 
-        ctx, guard, reporter = self.ctx, self.guard, self.reporter
+        ctx, guard, reporter, approvals = self.ctx, self.guard, self.reporter, self.approvals
 
         @tool("send_to_user", SEND_TO_USER_DESCRIPTION, {"message": str})
         async def send_to_user(args: dict[str, Any]) -> dict[str, Any]:
@@ -282,11 +288,18 @@ class ClaudeCodeWorker:
             return {}
 
         async def can_use_tool(name: str, tool_input: dict[str, Any], context: Any) -> Any:
-            # Called for the calls the CLI would ask a person about: the same rule.
+            # Called for the calls the CLI would ask a person about: the same rule
+            # first; then, with --approve ask, the person (approvals.py).
             reason = guard.check(name, tool_input)
-            if reason is None:
+            if reason is not None:
+                return PermissionResultDeny(message=reason)
+            if approvals is None or name == SEND_TO_USER:
                 return PermissionResultAllow()
-            return PermissionResultDeny(message=reason)
+            decision = await approvals.decide(name, tool_input)
+            reporter.decided(name, tool_input, decision.outcome)
+            if decision.allowed:
+                return PermissionResultAllow()
+            return PermissionResultDeny(message=decision.message)
 
         config = self.config
         return ClaudeAgentOptions(
