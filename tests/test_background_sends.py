@@ -34,6 +34,9 @@ MAYBE_COVERED = (
     "New updates arrived from background session `{}`. You may already have mentioned "
     "them: respond only with information the user has not heard yet."
 )
+INTRODUCE = (
+    "Several background sessions run: say first whose update this is, by its name (`{}: ...`)."
+)
 
 
 first = background("first", description="x")(forever)
@@ -115,6 +118,7 @@ async def test_a_spoken_send_inserts_a_user_message_with_origin_metadata(
         "background_id": "worker",
         "background_message_id": message_id,
         "silent": False,
+        "kind": "progress",  # (its place on the floor: test_background_floor.py)
     }
     assert message_id.startswith("background_message_") and message_id != item.id
     (event,) = rec.of("background_message")
@@ -379,9 +383,10 @@ async def test_two_backgrounds_reply_separately(virtual_clock: VirtualClock) -> 
     assert set(by_id) == {"first", "second"}
     # "first" is no longer the last item of the context; "second" may have been covered
     # by the first reply, whose context already held it.
+    # With several backgrounds, each reply says whose update it is first.
     assert [r.instructions[-1] for r in llm.requests] == [
-        MAYBE_COVERED.format("first"),
-        MAYBE_COVERED.format("second"),
+        MAYBE_COVERED.format("first") + " " + INTRODUCE.format("first"),
+        MAYBE_COVERED.format("second") + " " + INTRODUCE.format("second"),
     ]
     assert [e.status for e in rec.of("background_reply")].count("completed") == 2
 

@@ -97,7 +97,8 @@ def test_without_backgrounds_no_tools_are_generated_and_names_are_free() -> None
 def test_backgrounds_append_send_then_state_without_touching_the_callers_list() -> None:
     tools = [lookup]
     session: Session[Any] = Session(ScriptedLLM(), tools=tools, background=[codex])
-    assert [t.name for t in session.tools] == ["lookup", "backline_send", "backline_state"]
+    names = [t.name for t in session.tools]
+    assert names[:4] == ["lookup", "backline_send", "backline_state", "backline_stop"]
     assert session.tools[0] is lookup
     assert tools == [lookup]
     assert session.tools is not tools

@@ -66,7 +66,7 @@ def _tool(session: Session[Any], name: str) -> Any:
 
 async def test_sessions_share_their_generated_tools_but_each_reaches_its_own() -> None:
     a, b, c = _session(WORKER), _session(WORKER), _session(WORKER, OTHER)
-    for name in ("backline_send", "backline_state"):
+    for name in ("backline_send", "backline_state", "backline_stop"):
         ta, tb, tc = _tool(a, name), _tool(b, name), _tool(c, name)
         assert ta is not tb
         assert ta.description is tb.description and ta.parameters is tb.parameters

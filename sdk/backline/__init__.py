@@ -15,6 +15,7 @@ from .background import (
     BackgroundDefinition,
     HandlingOptions,
     ReplyPromptArgs,
+    UpdateKind,
     UpdatePromptArgs,
     background,
 )
@@ -147,6 +148,7 @@ __all__ = [
     "ToolError",
     "ToolReply",
     "ToolUpdated",
+    "UpdateKind",
     "UpdatePromptArgs",
     "UserInputTranscribed",
     "UserState",

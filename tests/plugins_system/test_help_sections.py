@@ -66,7 +66,7 @@ def test_metavars_are_the_same_everywhere(command: tuple[str, ...]) -> None:
     text = help_of(*command)
     assert re.search(r"^    --llm NAME\s", text, re.M), text
     assert re.search(r"^    -m, --model MODEL\s", text, re.M), text
-    assert re.search(r"^    -b, --background NAME\s", text, re.M), text
+    assert re.search(r"^    -b, --background ID\[:NAME\]\[=VALUE\]\s", text, re.M), text
 
 
 def test_a_plugin_section_says_which_background_its_options_need() -> None:

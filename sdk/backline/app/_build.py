@@ -22,6 +22,7 @@ import click
 from ..keys import KeyStoreError, get_key
 from ..llm.llm import LLMError
 from ..plugins import PluginManager, UnknownNameError
+from ._backgrounds import chosen_backgrounds
 from ._options import SessionOptions
 from ._plugin_options import check_plugin_options
 
@@ -34,7 +35,8 @@ if TYPE_CHECKING:
 DEFAULT_INSTRUCTIONS = (
     "You are a friendly, concise voice assistant. Background sessions do long-running "
     "work for the user: give them tasks and corrections with backline_send, check on "
-    "them with backline_state when the user asks how things are going, and relay their "
+    "them with backline_state when the user asks how things are going, stop one's "
+    "current work with backline_stop when the user asks to stop it, and relay their "
     "updates briefly and naturally."
 )
 """The default voice agent's instructions (before each chosen background's guidance)."""
@@ -43,14 +45,12 @@ DEFAULT_INSTRUCTIONS = (
 def check_options(manager: PluginManager, options: SessionOptions) -> list[BackgroundDefinition]:
     """Check the user's choices (names, combinations, plugins' options, the ``.mcp.json``
     file) before anything else, credentials included; returns the chosen background
-    definitions. A plugin's option for a background that is not chosen, or with a value
-    it does not take, is a usage error (``check_plugin_options``)."""
+    definitions (``--background ID[:NAME][=VALUE]``: ``chosen_backgrounds``). A
+    plugin's option for a background that is not chosen, or with a value it does not
+    take, is a usage error (``check_plugin_options``)."""
     if options.agent is not None and options.instructions is not None:
         raise click.UsageError("use --instructions or --agent, not both")
-    try:
-        backgrounds = manager.background_definitions(options.backgrounds)
-    except UnknownNameError as e:
-        raise click.BadParameter(str(e), param_hint="'--background'") from None
+    backgrounds = chosen_backgrounds(manager, options.backgrounds)
     if options.llm not in manager.llm_names():
         try:
             manager.llm(options.llm)
@@ -206,22 +206,39 @@ def make_agent(options: SessionOptions, backgrounds: Sequence[BackgroundDefiniti
 
 
 def default_instructions(backgrounds: Sequence[BackgroundDefinition]) -> str:
-    """The default voice agent's instructions, with each background's own guidance."""
+    """The default voice agent's instructions, with each background's own guidance (once
+    each), and, when several run, who they are and how the user names them."""
     parts = [DEFAULT_INSTRUCTIONS]
-    parts += [d.voice_instructions for d in backgrounds if d.voice_instructions]
+    if len(backgrounds) > 1:
+        lines = [f"- {d.id}: {_first_sentence(d.description)}" for d in backgrounds]
+        parts.append(
+            "Several background sessions run, each with its name (its id in your tools). "
+            'The user addresses one by its name ("tell the api agent to stop"): use that '
+            "id; when it is not clear which one the user means, ask. Their updates reach "
+            "you one at a time: say whose update it is, by its name, first.\n" + "\n".join(lines)
+        )
+    for guidance in dict.fromkeys(d.voice_instructions for d in backgrounds):
+        if guidance:
+            parts.append(guidance)
     return "\n\n".join(parts)
+
+
+def _first_sentence(description: str, limit: int = 90) -> str:
+    text = " ".join((description or "").split())
+    first = re.split(r"(?<=[.!?])\s", text, maxsplit=1)[0]
+    return first[: limit - 1] + "…" if len(first) > limit else first
 
 
 def available_backgrounds(manager: PluginManager) -> str:
     """A line per installed background (id and the first sentence of its description),
-    for a front end to show when none was chosen; empty when none is installed."""
+    for a front end to show when none was chosen; empty when none is installed. A
+    background that takes a value says what it sets (``(=DIR: the folder ...)``)."""
     lines = []
     for definition in manager.background_definitions():
-        text = " ".join((definition.description or "").split())
-        first = re.split(r"(?<=[.!?])\s", text, maxsplit=1)[0]
-        if len(first) > 90:
-            first = first[:89] + "…"
-        lines.append(f"  {definition.id}: {first}".rstrip(": "))
+        line = f"  {definition.id}: {_first_sentence(definition.description)}".rstrip(": ")
+        if definition.instance_value is not None:
+            line += f" (={definition.instance_value})"
+        lines.append(line)
     return "\n".join(lines)
 
 

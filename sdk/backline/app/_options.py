@@ -29,9 +29,10 @@ DEFAULT_LLM = "anthropic"
 class SessionOptions:
     """What a front end's options say about the session to build.
 
-    ``backgrounds``: background ids to run (none unless named: a background can
-    change files, so the user chooses); ``llm``: an LLM name from ``register_llms``
-    and ``model`` its model; the agent is ``Agent(instructions)`` (the default
+    ``backgrounds``: the backgrounds to run, each ``ID[:NAME][=VALUE]`` (none unless
+    named: a background can change files, so the user chooses; ``NAME`` and ``VALUE``
+    make an instance: ``BackgroundDefinition.instance``); ``llm``: an LLM name from
+    ``register_llms`` and ``model`` its model; the agent is ``Agent(instructions)`` (the default
     instructions without them) or, with ``agent`` (``module:Class``), that class.
     ``log``: write the conversation to the conversation log (``--no-log`` turns it
     off; so does ``BACKLINE_LOG=0``); ``log_file``: where error details go.
@@ -117,9 +118,11 @@ def _session_params() -> list[click.Option]:
             "--background",
             "-b",
             multiple=True,
-            metavar="NAME",
+            metavar="ID[:NAME][=VALUE]",
             help="A background session to run (repeatable). Without it none runs; "
-            "`backline plugins` lists those installed.",
+            "`backline plugins` lists those installed. Several of one kind: give each a "
+            "NAME and its VALUE (claude_code:api=./services/api: Claude Code in that "
+            "folder, called api).",
         ),
         option(
             "--llm",

@@ -16,6 +16,7 @@ import click
 
 from ..plugins import OptionEntry, PluginManager
 from ..plugins._errors import closest
+from ._backgrounds import plugin_ids
 from ._options import SessionOptions
 
 
@@ -25,7 +26,7 @@ def check_plugin_options(
     """Raise a click usage error (exit status 2) naming the fix when a plugin option is
     given for a background that is not chosen, or has a value it does not take."""
     env = os.environ if environ is None else environ
-    chosen = set(options.backgrounds)
+    chosen = plugin_ids(options.backgrounds)  # an instance's options are its plugin's
     installed = set(manager.background_ids())
     stray: list[str] = []
     for entry in manager.options():

@@ -1,6 +1,7 @@
 """Background sessions: ``@background``, the context, the generated tools."""
 
 from ._asking import ASKING
+from ._kinds import UpdateKind
 from .context import UNSET, Answer, BackgroundContext
 from .definition import (
     BackgroundDefinition,
@@ -10,13 +11,14 @@ from .definition import (
     background,
 )
 from .runtime import BackgroundManager, background_of
-from .tools import RESERVED_TOOL_NAMES, SEND_TOOL, STATE_TOOL
+from .tools import RESERVED_TOOL_NAMES, SEND_TOOL, STATE_TOOL, STOP_TOOL
 
 __all__ = [
     "ASKING",
     "RESERVED_TOOL_NAMES",
     "SEND_TOOL",
     "STATE_TOOL",
+    "STOP_TOOL",
     "UNSET",
     "Answer",
     "BackgroundContext",
@@ -24,6 +26,7 @@ __all__ = [
     "BackgroundManager",
     "HandlingOptions",
     "ReplyPromptArgs",
+    "UpdateKind",
     "UpdatePromptArgs",
     "background",
     "background_of",

@@ -42,6 +42,12 @@ class GraceWindow:
         self._started_at = None
         self._interrupted = False
 
+    def stopped(self) -> None:
+        """The turn was stopped on purpose (``backline_stop``): it counts as interrupted,
+        so a message of the same burst does not interrupt it again."""
+        if self._started_at is not None:
+            self._interrupted = True
+
     def should_interrupt(self, *, now: float, earlier_waiting: int) -> bool:
         """Decide for a message that just arrived; records the interrupt if yes."""
         if self._started_at is None or self._interrupted or earlier_waiting:

@@ -7,6 +7,8 @@ from collections.abc import AsyncGenerator, Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Final, Protocol
 
+from ._kinds import UpdateKind
+
 
 class _Unset:
     __slots__ = ()
@@ -45,6 +47,9 @@ class _Definition(Protocol):
     @property
     def description(self) -> str: ...
 
+    @property
+    def value(self) -> str | None: ...
+
 
 class _Runtime(Protocol):
     """A running background (``BackgroundRuntime``), as its context uses it."""
@@ -72,7 +77,7 @@ class _Runtime(Protocol):
 
     async def wait_for_message(self, timeout: float | None) -> bool: ...
 
-    async def send(self, text: str, *, silent: bool) -> None: ...
+    async def send(self, text: str, *, silent: bool, kind: Any = None) -> None: ...
 
     def set_state(self, value: Any) -> None: ...
 
@@ -114,6 +119,12 @@ class BackgroundContext:
     @property
     def description(self) -> str:
         return self._runtime.definition.description
+
+    @property
+    def value(self) -> str | None:
+        """The value this instance was configured with (``--background ID:NAME=VALUE``,
+        ``definition.instance(name, value)``), or None."""
+        return self._runtime.definition.value
 
     @property
     def session(self) -> Any:
@@ -158,9 +169,17 @@ class BackgroundContext:
         """
         return await self._runtime.wait_for_message(timeout)
 
-    async def send(self, text: str, *, silent: bool = False) -> None:
-        """Tell the voice agent something. Spoken (relayed) unless ``silent``."""
-        await self._runtime.send(text, silent=silent)
+    async def send(
+        self, text: str, *, silent: bool = False, kind: UpdateKind | None = None
+    ) -> None:
+        """Tell the voice agent something. Spoken (relayed) unless ``silent``.
+
+        ``kind`` says what a spoken update is: ``"question"``, ``"failed"``,
+        ``"finished"`` or ``"progress"``. Updates waiting to be voiced go one at a
+        time, in that order (a question first), across the session's backgrounds.
+        Without it, a text ending with ``?`` is a question and anything else progress.
+        """
+        await self._runtime.send(text, silent=silent, kind=kind)
 
     def set_state(self, value: Any) -> None:
         """Report live state (a JSON-compatible value; stored as a deep copy)."""

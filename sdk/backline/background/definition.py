@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import inspect
 import string
 from collections.abc import Awaitable, Callable, Mapping
@@ -15,6 +16,10 @@ if TYPE_CHECKING:
 
 Entrypoint: TypeAlias = Callable[["BackgroundContext"], Awaitable[None]]
 Template: TypeAlias = str | Callable[[Mapping[str, Any]], str]
+InstanceFactory: TypeAlias = Callable[[str, "str | None"], "BackgroundDefinition"]
+"""``instances(name, value)``: the definition of one instance of a background (its own
+description, instructions and entrypoint configured by ``value``); the runtime then
+names it ``name`` (see ``BackgroundDefinition.instance``)."""
 
 
 class UpdatePromptArgs(TypedDict):
@@ -158,6 +163,11 @@ class BackgroundDefinition:
 
     Build it with ``@background(...)``. Each session that uses it gets its own
     runtime (inbox, context, reply scheduler, message ids).
+
+    ``instance(name, value)`` makes another background from it (``--background
+    ID:NAME=VALUE``): ``instance_of`` is then the id it was made from and ``value``
+    the value it was given (``ctx.value``); ``instance_value`` says what a value sets
+    (None: it takes none) and ``instances`` builds an instance's definition.
     """
 
     id: str
@@ -166,9 +176,40 @@ class BackgroundDefinition:
     interrupt_grace: float = 2.0
     _handling: tuple[tuple[str, Any], ...] | None = field(default=None, repr=False)
     voice_instructions: str | None = None
+    instance_value: str | None = None
+    instances: InstanceFactory | None = field(default=None, repr=False, compare=False)
+    instance_of: str | None = None
+    value: str | None = None
 
     def __post_init__(self) -> None:
         validate_definition(self)
+
+    def instance(self, name: str | None = None, value: str | None = None) -> BackgroundDefinition:
+        """Another background made from this one: named ``name`` (default: this id), and
+        configured by ``value`` when this background takes one (``instance_value``).
+
+        With an ``instances`` factory, it builds the instance's definition (its own
+        description and configuration); without one, the instance is a renamed copy
+        whose entrypoint reads ``ctx.value``. Raises ``ValueError`` for a bad name, or
+        a value this background does not take (or that its factory refuses).
+        """
+        name = self.id if name is None else _check_name(name)
+        base = self.instance_of or self.id
+        if value is not None:
+            if not isinstance(value, str) or not value.strip():
+                raise ValueError(f"the value of background {name!r} must be a non-blank string")
+            if self.instance_value is None:
+                raise ValueError(
+                    f"background {base!r} takes no value: run it as {base} or {base}:NAME, "
+                    "without '=VALUE'"
+                )
+        made = self if self.instances is None else self.instances(name, value)
+        if not isinstance(made, BackgroundDefinition):
+            raise TypeError(
+                f"the instances factory of background {base!r} must return a "
+                f"BackgroundDefinition, got {type(made).__name__}"
+            )
+        return dataclasses.replace(made, id=name, instance_of=base, value=value)
 
     @property
     def handling(self) -> HandlingOptions | None:
@@ -194,6 +235,13 @@ def validate_definition(definition: Any) -> None:
     grace = definition.interrupt_grace
     if isinstance(grace, bool) or not isinstance(grace, int | float) or grace < 0:
         raise ValueError("interrupt_grace must be a number of seconds >= 0")
+    what = definition.instance_value
+    if what is not None and (not isinstance(what, str) or not what.strip()):
+        raise ValueError("instance_value must be a non-blank string (what a value sets), or None")
+    if definition.instances is not None and not callable(definition.instances):
+        raise TypeError("instances must be a function instances(name, value), or None")
+    if definition.value is not None and not isinstance(definition.value, str):
+        raise TypeError("a background's value must be a string, or None")
 
 
 def background(
@@ -203,6 +251,8 @@ def background(
     interrupt_grace: float = 2.0,
     handling: HandlingOptions | None = None,
     voice_instructions: str | None = None,
+    instance_value: str | None = None,
+    instances: InstanceFactory | None = None,
 ) -> Callable[[Entrypoint], BackgroundDefinition]:
     """Define a background session named ``name`` from an async entrypoint.
 
@@ -211,6 +261,12 @@ def background(
     ``voice_instructions`` is optional guidance for the voice agent on working
     with this background; front ends that build a default agent (``backline
     console``, ``backline web``) add it to the agent's instructions.
+
+    Several instances of it can run in one session (``definition.instance(name,
+    value)``; ``--background ID:NAME=VALUE``). ``instance_value`` says what a value
+    sets ("the folder it works in"): without it, an instance takes no value.
+    ``instances(name, value)`` builds an instance's own definition; without it an
+    instance is this definition renamed, its entrypoint reading ``ctx.value``.
     """
     _check_name(name)
     snapshot = validate_handling(handling, where=f"@background({name!r})")
@@ -225,6 +281,8 @@ def background(
             interrupt_grace=interrupt_grace,
             _handling=None if snapshot is None else tuple(snapshot.items()),
             voice_instructions=voice_instructions,
+            instance_value=instance_value,
+            instances=instances,
         )
 
     return decorate

@@ -31,6 +31,7 @@ from ..voice.events import BackgroundMessage, BackgroundReply, BackgroundState, 
 from ..voice.parts import PartHost, Pending, SchedulerClosed
 from ._asking import Asking
 from ._grace import GraceWindow
+from ._kinds import INTRODUCE, PRIORITY, status_priority, update_kind
 from .context import UNSET, Answer, BackgroundContext
 from .definition import (
     BackgroundDefinition,
@@ -42,6 +43,9 @@ from .definition import (
 from .tools import RESERVED_TOOL_NAMES, make_tools
 
 logger = logging.getLogger("backline")
+
+STOP_TIMEOUT = 10.0
+"""How long ``backline_stop`` waits for a background's interrupt callback, in seconds."""
 
 
 def _done(task: asyncio.Task[Any] | None) -> bool:
@@ -123,6 +127,9 @@ class BackgroundRuntime:
 
     def _set_status(self, status: Any, *, error: str | None = None) -> None:
         self.status = status
+        raised = status_priority(status, error)
+        if raised is not None:  # what it still has to say is a failure or a completion
+            self.scheduler.promote(raised)
         self.session.emit(
             BackgroundStatus(background_id=self.definition.id, status=status, error=error)
         )
@@ -173,6 +180,27 @@ class BackgroundRuntime:
     def waiting(self) -> int:
         """How many messages wait in the inbox, not yet read."""
         return len(self._inbox)
+
+    async def stop_work(self) -> str:
+        """Stop the current turn through ``on_interrupt`` (``backline_stop``), whatever
+        the grace window: ``stopped``, ``idle`` (no turn runs), ``unstoppable`` (no
+        callback), ``unconfirmed`` (it did not return within ``STOP_TIMEOUT``) or
+        ``failed`` (it raised). The inbox is left as it is."""
+        callback = self.interrupt_callback
+        if not self._grace.in_turn:
+            return "idle"
+        if callback is None:
+            return "unstoppable"
+        self._grace.stopped()
+        try:
+            async with asyncio.timeout(STOP_TIMEOUT):
+                await callback()
+        except TimeoutError:
+            return "unconfirmed"
+        except Exception:
+            logger.exception("background session %r: interrupt callback failed", self.definition.id)
+            return "failed"
+        return "stopped"
 
     def put_back(self, content: str) -> None:
         """A message taken for a question that was withdrawn: first in the inbox again."""
@@ -228,11 +256,15 @@ class BackgroundRuntime:
                 self._reader = None
 
     # -- outbound -------------------------------------------------------------------
-    async def send(self, text: str, *, silent: bool, note: str | None = None) -> None:
+    async def send(
+        self, text: str, *, silent: bool, note: str | None = None, kind: Any = None
+    ) -> None:
         """``note``: what the voice agent reads after the text, not front ends (a
-        question's instructions); the item is then marked ``"question": True``."""
+        question's instructions); the item is then marked ``"question": True``.
+        ``kind``: what a spoken update is (``_kinds.py``), its place on the floor."""
         if not isinstance(text, str):
             raise TypeError("a background message must be a string")
+        kind = update_kind(text, kind, question=note is not None)
         if self.closed:
             raise self._closed_error()
         defn = self.definition
@@ -260,12 +292,16 @@ class BackgroundRuntime:
         extra = {"background_id": defn.id, "background_message_id": message_id, "silent": silent}
         if note is not None:
             extra["question"] = True
+        if not silent:
+            extra["kind"] = kind
         item = ChatMessage(role="user", content=rendered, extra=extra)
         try:
             if silent:
                 await self.scheduler.insert_silent([item])
             else:
-                await self.scheduler.enqueue([item], [message_id], owner=None)
+                await self.scheduler.enqueue(
+                    [item], [message_id], owner=None, priority=PRIORITY[kind]
+                )
         except SchedulerClosed:
             raise self._closed_error() from None
         self.session.emit(
@@ -336,7 +372,10 @@ class BackgroundRuntime:
             "background_session_id": self.definition.id,
             "message_ids": [i for p in batch for i in p.ids],
         }
-        return render_template(self.handling, key, args)
+        text = render_template(self.handling, key, args)
+        if len(self.manager.definitions) > 1:  # several voices: whose update is this?
+            text += " " + INTRODUCE.format(**args)
+        return text
 
     def reply_status(self, ids: list[str], status: Any, speech_id: str | None) -> None:
         self.session.emit(

@@ -1,4 +1,5 @@
-"""The generated voice tools: ``backline_send`` and ``backline_state`` (reserved names)."""
+"""The generated voice tools: ``backline_send``, ``backline_state`` and ``backline_stop``
+(reserved names)."""
 
 from __future__ import annotations
 
@@ -34,7 +35,12 @@ class _Running(Protocol):
     @property
     def state(self) -> Any: ...
 
+    @property
+    def waiting(self) -> int: ...
+
     def deliver(self, content: str) -> None: ...
+
+    async def stop_work(self) -> str: ...
 
 
 class _Manager(Protocol):
@@ -53,7 +59,8 @@ class _Manager(Protocol):
 
 SEND_TOOL = "backline_send"
 STATE_TOOL = "backline_state"
-RESERVED_TOOL_NAMES = frozenset({SEND_TOOL, STATE_TOOL})
+STOP_TOOL = "backline_stop"
+RESERVED_TOOL_NAMES = frozenset({SEND_TOOL, STATE_TOOL, STOP_TOOL})
 
 DELIVERED = "Message has been delivered."
 NO_STATE = "The background session has not reported any state yet."
@@ -69,6 +76,11 @@ SEND_DESCRIPTION = (
 STATE_DESCRIPTION = (
     "Return the real-time state a background session reports: what it is working on right "
     "now. Use it when the user asks about progress or status."
+)
+STOP_DESCRIPTION = (
+    "Stop what a background session is doing right now (its current task), when the user "
+    "asks to stop it. Unlike sending it a message, this gives it no new instruction: it "
+    "stops and waits. Returns what happened."
 )
 
 
@@ -109,6 +121,31 @@ async def _send(manager: _Manager, args: dict[str, Any], _ctx: Any) -> str:
     return DELIVERED
 
 
+async def _stop(manager: _Manager, args: dict[str, Any], _ctx: Any) -> str:
+    rt = _runtime(manager, args["background_session_id"])
+    name = rt.definition.id
+    if rt.status in ("ended", "crashed"):
+        return f"Background session '{name}' is not running: nothing to stop."
+    outcome = await rt.stop_work()
+    if outcome == "idle":
+        said = f"Nothing to stop: background session '{name}' is not working on anything."
+    elif outcome == "unstoppable":
+        said = (
+            f"Background session '{name}' cannot be stopped in the middle of its work "
+            "(it has no interrupt); it goes on."
+        )
+    elif outcome == "unconfirmed":
+        said = f"Asked background session '{name}' to stop; it has not confirmed yet."
+    elif outcome == "failed":
+        said = f"Background session '{name}' could not be stopped: its interrupt failed."
+    else:
+        said = f"Stopped background session '{name}': its current work is interrupted."
+    waiting = rt.waiting
+    if waiting and outcome in ("stopped", "unconfirmed"):
+        said += f" {waiting} message(s) sent to it still wait and run next."
+    return said
+
+
 async def _state(manager: _Manager, args: dict[str, Any], _ctx: Any) -> str:
     background_id = args["background_session_id"]
     known = {d.id for d in manager.definitions}
@@ -142,8 +179,8 @@ _STATE_PARAMETERS: dict[str, Any] = {
 
 
 @functools.lru_cache(maxsize=64)
-def _templates(listing: str) -> tuple[FunctionTool, FunctionTool]:
-    """The two tools for one listing of background sessions, built once and shared by
+def _templates(listing: str) -> tuple[FunctionTool, FunctionTool, FunctionTool]:
+    """The tools for one listing of background sessions, built once and shared by
     every session with that listing (each binds them to its manager: a small copy)."""
     send = FunctionTool(
         _send,
@@ -159,10 +196,17 @@ def _templates(listing: str) -> tuple[FunctionTool, FunctionTool]:
         parameters=_STATE_PARAMETERS,
         raw=True,
     )
-    return send, state
+    stop = FunctionTool(
+        _stop,
+        name=STOP_TOOL,
+        description=STOP_DESCRIPTION + listing,
+        parameters=_STATE_PARAMETERS,  # (the same: one id)
+        raw=True,
+    )
+    return send, state, stop
 
 
 def make_tools(manager: _Manager) -> list[FunctionTool]:
-    """``backline_send`` and ``backline_state`` for ``manager``'s background sessions."""
-    send, state = _templates(_listing(manager))
-    return [send.__get__(manager), state.__get__(manager)]
+    """``backline_send``, ``backline_state`` and ``backline_stop`` for ``manager``'s
+    background sessions."""
+    return [tool.__get__(manager) for tool in _templates(_listing(manager))]

@@ -67,13 +67,17 @@ the reply (the default)."""
 @dataclass(eq=False)
 class Pending:
     """Items enqueued together: their ids, the agent whose work they finish
-    (``owner``: its results wait while it is paused), the agents they reached."""
+    (``owner``: its results wait while it is paused), the agents they reached.
+    ``priority``: their place on the floor (higher first; None: they take no part);
+    ``seq``: when they were enqueued, across the session's schedulers."""
 
     items: list[ChatItem]
     ids: list[str]
     owner: Any
     reached: list[object] = field(default_factory=list)
     run: Any = None
+    priority: int | None = None
+    seq: int = 0
 
 
 class ReplyOwner(Protocol):
@@ -92,13 +96,25 @@ class Replies(Protocol):
     """A reply scheduler (``backline.voice.reply_scheduler.ReplyScheduler``), as a part
     uses it: ``enqueue`` inserts items into the current agent's context and the
     history at once and voices them later, coalesced; ``insert_silent`` only inserts.
-    Both raise ``SchedulerClosed`` once the session closes."""
+    Both raise ``SchedulerClosed`` once the session closes.
+
+    The floor: replies enqueued with a ``priority`` are voiced one at a time across
+    the session's schedulers, the most urgent first (then the oldest); ``promote``
+    raises what waits to at least ``priority``."""
 
     async def enqueue(
-        self, items: Sequence[ChatItem], ids: Sequence[str], *, owner: Any = None, run: Any = ...
+        self,
+        items: Sequence[ChatItem],
+        ids: Sequence[str],
+        *,
+        owner: Any = None,
+        run: Any = ...,
+        priority: int | None = None,
     ) -> None: ...
 
     async def insert_silent(self, items: Sequence[ChatItem]) -> None: ...
+
+    def promote(self, priority: int) -> None: ...
 
 
 class AwayHold(Protocol):

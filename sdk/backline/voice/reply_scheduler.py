@@ -13,11 +13,19 @@ are switching is kept until the switch has set the new agent
 A part that speaks (a background session) gets its scheduler from its session
 (``session.reply_scheduler(owner, name=..., source=...)``): the session owns it,
 counts what it owes as speech to follow, and closes it on its one close path.
+
+The floor: what is enqueued with a ``priority`` (background updates) is voiced one
+reply at a time across the session's schedulers (its ``peers``), the most urgent
+first, the oldest first among equals: a scheduler takes its batch only when no peer
+waits with something more urgent, or older at the same priority, and no peer is
+between taking its batch and asking for its reply. Items without a priority (tool
+results) take no part.
 """
 
 from __future__ import annotations
 
 import asyncio
+import itertools
 import logging
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
@@ -40,6 +48,9 @@ __all__ = [
 
 logger = logging.getLogger("backline")
 
+_ENQUEUED = itertools.count(1)  # the order of enqueues, across schedulers
+_HOLDING = (0, 0, 0)  # the claim of a scheduler taking its batch: it has the floor
+
 
 class ReplyScheduler:
     # One per background and one per session, idle nearly all the time: slots, and
@@ -48,10 +59,12 @@ class ReplyScheduler:
         "_closed",
         "_closing",
         "_following",
+        "_holding",
         "_inserting",
         "_mutex",
         "_name",
         "_owner",
+        "_peers",
         "_pending",
         "_session",
         "_source",
@@ -66,11 +79,14 @@ class ReplyScheduler:
         *,
         name: str,
         source: str,
+        peers: Sequence[ReplyScheduler] = (),
     ) -> None:
         self._session = session
         self._owner = owner
         self._name = name
         self._source = source
+        self._peers = peers  # the session's schedulers (a live list): the floor
+        self._holding = False  # taking a batch with a priority: it has the floor
         self._mutex: asyncio.Lock | None = None  # made at the first insert
         self._pending: list[Pending] | None = None  # buffered for the next reply
         self._following: list[Pending] | None = None  # silent inserts made during a switch
@@ -123,14 +139,17 @@ class ReplyScheduler:
         *,
         owner: object = None,
         run: Any = CURRENT_RUN,
+        priority: int | None = None,
     ) -> None:
         """Insert eagerly and buffer for one coalesced reply. Raises ``SchedulerClosed``.
 
         ``run``: the ``session.run()`` that waits for the reply (by default the one in
-        progress)."""
+        progress). ``priority``: its place on the floor (see the module doc)."""
         if run is CURRENT_RUN:
             run = self._session._transcript.run
-        await self._insert(list(items), list(ids), owner=owner, run=run, silent=False)
+        await self._insert(
+            list(items), list(ids), owner=owner, run=run, silent=False, priority=priority
+        )
 
     async def insert_silent(self, items: Sequence[ChatItem]) -> None:
         """Insert into the current agent's context and the history; no reply."""
@@ -144,13 +163,16 @@ class ReplyScheduler:
         owner: object,
         run: Any,
         silent: bool,
+        priority: int | None = None,
     ) -> None:
         if self._closed:
             raise SchedulerClosed(f"{self._name} is closed")
         async with self._lock:
             self._inserting = True
             try:
-                await self._insert_locked(items, ids, owner=owner, run=run, silent=silent)
+                await self._insert_locked(
+                    items, ids, owner=owner, run=run, silent=silent, priority=priority
+                )
             finally:
                 self._inserting = False
                 closing = self._closing
@@ -165,6 +187,7 @@ class ReplyScheduler:
         owner: object,
         run: Any,
         silent: bool,
+        priority: int | None,
     ) -> None:
         if self._closed:
             raise SchedulerClosed(f"{self._name} is closed")
@@ -180,7 +203,15 @@ class ReplyScheduler:
             agent._chat_ctx.remove(it.id for it in items)
             raise SchedulerClosed(f"{self._name} closed during the insert")
         session._transcript.add(items)
-        entry = Pending(items=items, ids=ids, owner=owner, reached=[agent], run=run)
+        entry = Pending(
+            items=items,
+            ids=ids,
+            owner=owner,
+            reached=[agent],
+            run=run,
+            priority=priority,
+            seq=next(_ENQUEUED),
+        )
         if silent:
             await self._retarget([entry])
             if self._closed:
@@ -224,13 +255,51 @@ class ReplyScheduler:
             if not self._closed:
                 await self._retarget(following)
 
+    # -- the floor ---------------------------------------------------------------
+    def promote(self, priority: int) -> None:
+        """Raise what waits here (with a priority) to at least ``priority``."""
+        raised = False
+        for p in self._pending or ():
+            if p.priority is not None and p.priority < priority:
+                p.priority, raised = priority, True
+        if raised:
+            self._session._refresh()
+
+    def _claim(self) -> tuple[int, int, int] | None:
+        """This scheduler's place in line for the floor (the lowest goes first), or
+        None when it waits for nothing with a priority."""
+        if self._closed:
+            return None
+        if self._holding:
+            return _HOLDING
+        best: tuple[int, int, int] | None = None
+        for p in self._pending or ():
+            if p.priority is not None and self._deliverable(p):
+                claim = (1, -p.priority, p.seq)
+                if best is None or claim < best:
+                    best = claim
+        return best
+
+    def _has_floor(self) -> bool:
+        mine = self._claim()
+        if mine is None:
+            return True  # (nothing with a priority: it takes no part)
+        for peer in self._peers:
+            if peer is not self:
+                theirs = peer._claim()
+                if theirs is not None and theirs <= mine:
+                    return False
+        return True
+
     # -- delivering --------------------------------------------------------------
     async def _deliver(self) -> None:
         session = self._session
         while True:
             ok = await session._wait_for(
                 lambda: (
-                    session._is_idle() and any(self._deliverable(p) for p in self._pending or ())
+                    session._is_idle()
+                    and any(self._deliverable(p) for p in self._pending or ())
+                    and self._has_floor()
                 )
             )
             if not ok or self._closed:
@@ -243,6 +312,7 @@ class ReplyScheduler:
                 if not batch:
                     continue
                 self._taking += 1
+                self._holding = any(p.priority is not None for p in batch)
                 try:
                     self._pending = [p for p in self._pending or () if p not in batch] or None
                     target = await self._retarget(batch)
@@ -259,6 +329,7 @@ class ReplyScheduler:
                     )
                 finally:
                     self._taking -= 1
+                    self._holding = False
                 self._owner.reply_status(ids, "scheduled", speech.id)
 
                 def done(sp: Any, ids: list[str] = ids) -> None:

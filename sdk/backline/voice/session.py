@@ -201,9 +201,10 @@ class Session(Generic[UserdataT]):
     def reply_scheduler(self, owner: ReplyOwner, *, name: str, source: str) -> ReplyScheduler:
         """A reply scheduler of this session for ``owner`` (a part that speaks): what it
         enqueues is inserted into the current agent's context at once and voiced as one
-        coalesced reply when the session is idle. The session owns it (it counts as
-        owed speech, follows switches of agents, and closes with the session)."""
-        scheduler = ReplyScheduler(self, owner, name=name, source=source)
+        coalesced reply when the session is idle (one at a time with its peers, by
+        priority). The session owns it (it counts as owed speech, follows switches of
+        agents, and closes with the session)."""
+        scheduler = ReplyScheduler(self, owner, name=name, source=source, peers=self._schedulers)
         self._schedulers.append(scheduler)
         return scheduler
 
