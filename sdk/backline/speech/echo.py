@@ -15,7 +15,7 @@ far end (``far_end(frame)``: what the speaker plays, as it plays; ``Speaker`` an
 
 The canceller takes one 10 ms far-end block for each 10 ms near-end block (silence
 when nothing plays), so the two streams stay in step however the far end arrives. It
-runs on every block, also while nothing plays (about 1 % of one core at 16 kHz on a
+runs on every block, also while nothing plays (about 2-3 % of one core at 16 kHz on a
 small machine): AEC3 that skips blocks comes back with a burst of noise. Use it with
 open speakers; with headphones there is no echo.
 """
