@@ -31,9 +31,10 @@ from .._console_voice import Emit
 
 logger = logging.getLogger("backline.io.voice")
 
-HOLD_RELEASE = 0.6
+HOLD_RELEASE = 0.75
 """Seconds after the last repeat of the held key that count as letting go (a
-terminal reports key presses and their auto-repeat, never a release)."""
+terminal reports key presses and their auto-repeat, never a release; the first
+repeat comes after the system's repeat delay, 660 ms by default on X11)."""
 CLOSE_TIMEOUT = 5.0
 
 HELP = (
