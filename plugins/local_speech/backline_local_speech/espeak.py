@@ -1,7 +1,10 @@
 """``espeak``: eSpeak NG, the system's text-to-speech (no model to download).
 
 Each sentence is one ``espeak-ng --stdout`` process (bounded; stopped when the
-reply is interrupted), whose WAV output is read back as frames.
+reply is interrupted), whose WAV output is read back as frames. A sentence may be
+spoken in another voice (``synthesize(text, voice=...)``: a ``VoicedTTS``); its
+``alternate_voices`` are its language's variants (``en-us+f3``, ``en-us+m3`` ...), so
+several background agents each speak in their own.
 """
 
 from __future__ import annotations
@@ -17,6 +20,9 @@ from backline.speech import AudioFrame, ThreadedTTS
 
 FRAME_SECONDS = 0.1
 TIMEOUT = 30.0
+VARIANTS = ("f3", "m3", "f2", "m7", "f4", "m5")
+"""eSpeak NG's voice variants, most distinct from the default (and each other) first."""
+_VOICE = re.compile(r"[A-Za-z0-9][A-Za-z0-9_+/-]*")
 
 
 def find_espeak() -> str | None:
@@ -38,19 +44,34 @@ class EspeakTTS(ThreadedTTS):
                 "eSpeak NG is not installed: install it (Debian/Ubuntu: apt install espeak-ng; "
                 "macOS: brew install espeak-ng), or choose another --tts"
             )
-        if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9_+/-]*", voice):
-            raise ValueError(f"espeak: {voice!r} is not a voice name (espeak-ng --voices)")
+        _check_voice(voice)
         if not 80 <= speed <= 450:
             raise ValueError(f"espeak: speed is words per minute, 80 to 450; got {speed}")
         self.program = found
         self.voice = voice
         self.speed = speed
 
-    def synthesize_sync(self, text: str) -> Iterator[AudioFrame]:
+    @property
+    def alternate_voices(self) -> list[str]:
+        """Its language's variants, for other speakers (its own voice left out)."""
+        language = self.voice.split("+", 1)[0]
+        return [v for v in (f"{language}+{variant}" for variant in VARIANTS) if v != self.voice]
+
+    def synthesize_sync(self, text: str, voice: str | None = None) -> Iterator[AudioFrame]:
+        if voice is not None:
+            _check_voice(voice)
         # The text goes in on stdin, never as an argument: a reply that starts with "-"
         # would be read as an option (-w FILE writes a file).
         result = subprocess.run(
-            [self.program, "-v", self.voice, "-s", str(self.speed), "--stdin", "--stdout"],
+            [
+                self.program,
+                "-v",
+                voice or self.voice,
+                "-s",
+                str(self.speed),
+                "--stdin",
+                "--stdout",
+            ],
             input=text.encode(),
             capture_output=True,
             timeout=TIMEOUT,
@@ -65,6 +86,11 @@ class EspeakTTS(ThreadedTTS):
             step = max(1, round(rate * FRAME_SECONDS))
             while chunk := f.readframes(step):
                 yield AudioFrame(chunk, rate, channels)
+
+
+def _check_voice(voice: str) -> None:
+    if not isinstance(voice, str) or not _VOICE.fullmatch(voice):
+        raise ValueError(f"espeak: {voice!r} is not a voice name (espeak-ng --voices)")
 
 
 def espeak_voices() -> list[str]:

@@ -2,6 +2,7 @@
 
 from ._asking import ASKING
 from ._kinds import UpdateKind
+from ._voices import background_voices
 from .context import UNSET, Answer, BackgroundContext
 from .definition import (
     BackgroundDefinition,
@@ -30,4 +31,5 @@ __all__ = [
     "UpdatePromptArgs",
     "background",
     "background_of",
+    "background_voices",
 ]

@@ -8,6 +8,7 @@ import textwrap
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
+from ..background import background_voices
 from ..speech.audio_output import AudioSink, SpeechOutput
 from ..speech.output import PlayoutResult, TextOutput
 from ..speech.tts import TextToSpeech
@@ -131,6 +132,8 @@ class ConsoleOutput(TextOutput):
         self.on_live: Callable[[], None] | None = None
         self.on_done: Callable[[], None] | None = None
         self.voice: _Voice | None = None if speech is None else _Voice(*speech, owner=self)
+        if self.voice is not None:  # several backgrounds: each in a voice of its own
+            background_voices(view.session, self.voice)
 
     def on_segment_start(self, speech_id: str) -> None:
         self._view.live_reply = ""

@@ -5,6 +5,7 @@ activity detection, and the pipeline between a microphone, a speaker and a sessi
 - ``SpeechToText`` / ``STTStream`` / ``Transcript``; ``BatchSTT`` for engines that
   transcribe whole utterances.
 - ``TextToSpeech``; ``ThreadedTTS`` for engines with a blocking synthesis;
+  ``VoicedTTS`` for one that speaks a piece in another of its voices;
   ``SentenceSplitter``.
 - ``VoiceActivityDetector`` / ``VADStream`` / ``VADEvent``; ``FrameVAD``; ``EnergyVAD``
   (no model, no download).
@@ -38,7 +39,7 @@ from .files import WavInput, WavOutput
 from .frames import AudioFrame, read_wav, split_frames, write_wav
 from .output import InMemoryTextOutput, PlayoutResult, TextOutput
 from .stt import BatchSTT, SpeechToText, STTStream, Transcript
-from .tts import SentenceSplitter, TextToSpeech, ThreadedTTS
+from .tts import SentenceSplitter, TextToSpeech, ThreadedTTS, VoicedTTS
 from .vad import EnergyVAD, FrameVAD, VADEvent, VADStream, VoiceActivityDetector
 
 __all__ = [
@@ -70,6 +71,7 @@ __all__ = [
     "VADEvent",
     "VADStream",
     "VoiceActivityDetector",
+    "VoicedTTS",
     "WavInput",
     "WavOutput",
     "WebRTCEchoCanceller",

@@ -22,7 +22,7 @@ from typing import Protocol, runtime_checkable
 from ..tasks import TaskScope
 from .frames import AudioFrame
 from .output import TextOutput
-from .tts import SentenceSplitter, TextToSpeech
+from .tts import SentenceSplitter, TextToSpeech, VoicedTTS
 
 __all__ = ["AudioSink", "ClockSink", "SpeechOutput"]
 
@@ -123,7 +123,8 @@ class _Spoken:
 
 class SpeechOutput(TextOutput):
     """Speaks each reply through ``tts`` into ``sink`` (see the module doc).
-    ``aclose()`` stops it (bounded)."""
+    ``aclose()`` stops it (bounded). ``set_voice(speech_id, voice)`` speaks one reply
+    in another of the engine's voices (a ``VoicedTTS``; other engines ignore it)."""
 
     def __init__(self, tts: TextToSpeech, sink: AudioSink) -> None:
         super().__init__()
@@ -136,15 +137,25 @@ class SpeechOutput(TextOutput):
         self._spoken: list[_Spoken] = []  # the sentences queued, and their audio so far
         self._start = 0.0  # the sink's played total when the segment's audio began
         self.first_audio_at: float | None = None  # loop time of the segment's first frame
+        self._voices: dict[str, str] = {}  # speech id -> its voice, until it starts
+
+    def set_voice(self, speech_id: str, voice: str | None) -> None:
+        """Speak the reply ``speech_id`` (not started yet) in ``voice`` of the engine."""
+        self._voices.pop(speech_id, None)
+        if voice is not None and isinstance(self.tts, VoicedTTS):
+            if len(self._voices) >= 64:  # bounded: a reply that never started is forgotten
+                del self._voices[next(iter(self._voices))]
+            self._voices[speech_id] = voice
 
     def on_segment_start(self, speech_id: str) -> None:
+        voice = self._voices.pop(speech_id, None)
         self._stop_worker()
         self._splitter = SentenceSplitter()
         self._spoken = []
         self._start = self.sink.played
         self.first_audio_at = None
         self._queue = asyncio.Queue()
-        self._worker = self._scope.create_task(self._speak(self._queue), name="speak")
+        self._worker = self._scope.create_task(self._speak(self._queue, voice), name="speak")
 
     def on_text(self, text: str) -> None:
         if self._queue is not None:
@@ -168,12 +179,18 @@ class SpeechOutput(TextOutput):
         if worker is not None and not worker.done():
             worker.cancel()
 
-    async def _speak(self, queue: asyncio.Queue[str | None]) -> None:
+    async def _speak(self, queue: asyncio.Queue[str | None], voice: str | None = None) -> None:
         try:
             while (sentence := await queue.get()) is not None:
                 entry = _Spoken(sentence)
                 self._spoken.append(entry)
-                async for frame in self.tts.synthesize(sentence):
+                tts = self.tts
+                frames = (
+                    tts.synthesize(sentence)
+                    if voice is None or not isinstance(tts, VoicedTTS)
+                    else tts.synthesize(sentence, voice=voice)
+                )
+                async for frame in frames:
                     if self.first_audio_at is None:
                         self.first_audio_at = asyncio.get_running_loop().time()
                     self.sink.write(frame)

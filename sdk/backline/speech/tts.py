@@ -7,6 +7,11 @@ for each as soon as it is complete, so the first audio plays before the reply's
 text has finished. ``ThreadedTTS`` is a base for engines that synthesize in a
 blocking call (a process, a local model): it runs in a worker thread and hands
 frames over as they come.
+
+An engine that can speak a piece in another of its voices at no extra cost (eSpeak
+NG: a voice is an argument) is a ``VoicedTTS``: ``synthesize(text, voice=...)``, and
+``alternate_voices``, voices for other speakers (several background agents, each in
+its own voice).
 """
 
 from __future__ import annotations
@@ -14,13 +19,13 @@ from __future__ import annotations
 import asyncio
 import re
 import threading
-from collections.abc import AsyncIterator, Iterator
-from typing import Protocol, runtime_checkable
+from collections.abc import AsyncIterator, Iterator, Sequence
+from typing import Any, Protocol, runtime_checkable
 
 from ..tasks import TaskScope
 from .frames import AudioFrame
 
-__all__ = ["SentenceSplitter", "TextToSpeech", "ThreadedTTS"]
+__all__ = ["SentenceSplitter", "TextToSpeech", "ThreadedTTS", "VoicedTTS"]
 
 
 @runtime_checkable
@@ -38,10 +43,27 @@ class TextToSpeech(Protocol):
         ...
 
 
+@runtime_checkable
+class VoicedTTS(TextToSpeech, Protocol):
+    """An engine that speaks a piece in another of its voices, per call, cheaply."""
+
+    @property
+    def alternate_voices(self) -> Sequence[str]:
+        """Voices other than its own, as distinct from it and from each other as it has,
+        most distinct first: one per other speaker."""
+        ...
+
+    def synthesize(self, text: str, *, voice: str | None = None) -> AsyncIterator[AudioFrame]:
+        """The audio of ``text`` in ``voice`` (None: its own)."""
+        ...
+
+
 class ThreadedTTS:
     """A base for engines whose synthesis is a blocking call. Subclasses set ``name`` and
     ``sample_rate`` and implement ``synthesize_sync(text)``: an iterator of frames,
-    run in a worker thread (stopped between two frames when the consumer stops)."""
+    run in a worker thread (stopped between two frames when the consumer stops). One
+    that takes ``synthesize_sync(text, voice=...)`` and has ``alternate_voices`` is a
+    ``VoicedTTS``: ``synthesize(text, voice=...)`` passes the voice on."""
 
     name = "threaded"
     sample_rate = 22050
@@ -49,14 +71,15 @@ class ThreadedTTS:
     def synthesize_sync(self, text: str) -> Iterator[AudioFrame]:  # pragma: no cover
         raise NotImplementedError
 
-    async def synthesize(self, text: str) -> AsyncIterator[AudioFrame]:
+    async def synthesize(self, text: str, *, voice: str | None = None) -> AsyncIterator[AudioFrame]:
         loop = asyncio.get_running_loop()
         queue: asyncio.Queue[AudioFrame | BaseException | None] = asyncio.Queue()
         stop = threading.Event()
+        extra: dict[str, Any] = {} if voice is None else {"voice": voice}
 
         def run() -> None:
             try:
-                for frame in self.synthesize_sync(text):
+                for frame in self.synthesize_sync(text, **extra):
                     if stop.is_set():
                         return
                     loop.call_soon_threadsafe(queue.put_nowait, frame)

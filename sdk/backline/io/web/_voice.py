@@ -14,6 +14,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
+from ...background import background_voices
 from ...speech import AudioFrame, PlayoutResult, SpeechInput, SpeechOutput, split_frames
 from . import protocol
 from ._audio import MicrophoneGate, PageAudioSink
@@ -56,6 +57,7 @@ class TabVoice:
         self._session = session
         self.sink = PageAudioSink(send, send_audio)
         self.output = SpokenOutput(speech.tts, self.sink)
+        background_voices(session, self.output)  # several backgrounds: a voice each
         self.input = SpeechInput(session, stt=speech.stt, vad=speech.vad)
         self.microphone = MicrophoneGate(self._push)
         self._end_silence = float(getattr(speech.vad, "min_silence", END_SILENCE - 0.1)) + 0.1
