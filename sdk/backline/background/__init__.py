@@ -12,10 +12,11 @@ from .definition import (
     background,
 )
 from .runtime import BackgroundManager, background_of
-from .tools import RESERVED_TOOL_NAMES, SEND_TOOL, STATE_TOOL, STOP_TOOL
+from .tools import MISSED_TOOL, RESERVED_TOOL_NAMES, SEND_TOOL, STATE_TOOL, STOP_TOOL
 
 __all__ = [
     "ASKING",
+    "MISSED_TOOL",
     "RESERVED_TOOL_NAMES",
     "SEND_TOOL",
     "STATE_TOOL",

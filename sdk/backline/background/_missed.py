@@ -34,6 +34,7 @@ from ..llm.tools import FunctionTool
 from ..tasks import TaskScope
 from ..voice.parts import PartHost, Pending, Replies, ReplyStatus, SchedulerClosed
 from ._alerts import alert_text
+from .tools import MISSED_TOOL
 
 __all__ = [
     "MISSED_TOOL",
@@ -45,7 +46,6 @@ __all__ = [
 
 logger = logging.getLogger("backline")
 
-MISSED_TOOL = "backline_missed"
 MAX_ITEMS = 40
 """The record keeps the newest this many items (and counts those it left out)."""
 ITEM_CHARS = 300

@@ -60,7 +60,9 @@ class _Manager(Protocol):
 SEND_TOOL = "backline_send"
 STATE_TOOL = "backline_state"
 STOP_TOOL = "backline_stop"
-RESERVED_TOOL_NAMES = frozenset({SEND_TOOL, STATE_TOOL, STOP_TOOL})
+MISSED_TOOL = "backline_missed"
+"""What the user missed (``_missed.py``: a part of its own answers it)."""
+RESERVED_TOOL_NAMES = frozenset({SEND_TOOL, STATE_TOOL, STOP_TOOL, MISSED_TOOL})
 
 DELIVERED = "Message has been delivered."
 NO_STATE = "The background session has not reported any state yet."
