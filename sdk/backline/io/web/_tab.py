@@ -25,6 +25,7 @@ from ..._queue import BoundedQueue, QueueFull
 from ...limits import DEFAULT_LIMITS, Limits
 from ...llm.chat_context import AgentHandoff, ChatMessage, FunctionCall
 from ...tasks import TaskScope, cancel_and_wait, done_within, first_completed
+from .._alerts import TONES
 from .._diagnostics import describe_error
 from .._view import preview_state, shorten, summarize_state
 from . import protocol
@@ -210,6 +211,12 @@ class WebTab:
             "background_status",
             lambda ev: self._send(
                 protocol.background_status(ev.background_id, ev.status, ev.error)
+            ),
+        )
+        s.on(
+            "background_alert",
+            lambda ev: self._send(
+                protocol.background_alert(ev.background_id, ev.kind, ev.text, TONES[ev.kind])
             ),
         )
         s.on("error", self._on_error)

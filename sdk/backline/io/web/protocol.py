@@ -7,9 +7,10 @@ offers none is taken to speak version 1); the server's first message is
 
 Server → client: ``hello``, ``agent_state``, ``user_state``, ``segment_start``,
 ``segment_text``, ``segment_end``, ``segment_clear``, ``transcript``,
-``interim_transcript``, ``background_state``, ``background_status``, ``error``,
-``closed``; with the server's speech, ``audio_start``, ``audio_end``, ``audio_clear``
-and binary messages (the agent's voice: 16-bit little-endian mono PCM).
+``interim_transcript``, ``background_state``, ``background_status``,
+``background_alert``, ``error``, ``closed``; with the server's speech,
+``audio_start``, ``audio_end``, ``audio_clear`` and binary messages (the agent's
+voice: 16-bit little-endian mono PCM).
 
 Client → server: ``user_turn``, ``user_started_speaking``,
 ``user_stopped_speaking``, ``playout``, ``interrupt``; with the server's speech,
@@ -21,6 +22,7 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Literal, TypeAlias
 
@@ -310,6 +312,20 @@ def background_status(background_id: str, status: str, error: str | None) -> Ser
         "background_id": background_id,
         "status": status,
         "error": error,
+    }
+
+
+def background_alert(
+    background_id: str, kind: str, text: str, tone: Sequence[tuple[float, float]]
+) -> ServerMessage:
+    """A background finished, failed or asks something: the page plays ``tone`` (notes of
+    ``[hertz, seconds]``, 0 Hz a pause) at once and may show a notification."""
+    return {
+        "type": "background_alert",
+        "background_id": background_id,
+        "kind": kind,
+        "text": text,
+        "tone": [[hz, seconds] for hz, seconds in tone],
     }
 
 

@@ -55,6 +55,7 @@ STATIC_TYPES = {
     "speech.js": "text/javascript; charset=utf-8",
     "voice.js": "text/javascript; charset=utf-8",
     "microphone.js": "text/javascript; charset=utf-8",
+    "alerts.js": "text/javascript; charset=utf-8",
 }
 SECURITY_HEADERS = {
     "Content-Security-Policy": (

@@ -76,6 +76,11 @@
     return li;
   }
 
+  // -- alerts (alerts.js): a sound at once, a notification if allowed, a line ---------------------
+  const alerts = new window.BacklineAlerts.Alerts();
+  window.backlineAlerts = alerts.heard;
+  window.BacklineAlerts.notificationButton($("notify"));
+
   // -- speech ----------------------------------------------------------------------------------
   const speaker = new window.BacklineSpeech.Speaker(onPlayout, onProgress);
   speaker.onBlocked = () => notify("The browser blocked speech until you click the page: click anywhere, and replies will be spoken.", false);
@@ -172,6 +177,10 @@
     transcript(m) { addTranscript(m); },
     background_state(m) { renderState(m.background_id, m.state); },
     background_status(m) { setStatus(m.background_id, m.status, m.error); },
+    background_alert(m) {
+      alerts.alert(m);
+      entry("alert " + m.kind, "🔔", m.text);
+    },
     error(m) { notify((m.source ? m.source + ": " : "") + m.message, !m.recoverable); },
     closed(m) { notify("The conversation ended (" + m.reason + "). Reload the page to start a new one.", true); },
   };
