@@ -370,7 +370,8 @@ class ClaudeCodeWorker:
             await self.ctx.send(f"Claude Code failed: {reason}.", silent=True)
             await self.ctx.send(
                 f"Claude Code stopped because of a problem: {_short(reason)}. "
-                "The next message will restart it."
+                "The next message will restart it.",
+                kind="failed",  # voiced before the other backgrounds' news
             )
 
     async def _close_client(self) -> None:
