@@ -178,3 +178,36 @@ async def _stop_again(session: Session[Any]) -> str:
     await session.run(user_input="stop it again", timeout=60)
     outputs = [it for it in llm.requests[-1].chat_ctx.items if isinstance(it, FunctionCallOutput)]
     return str(outputs[-1].output)
+
+
+async def test_on_stop_is_called_for_a_stop_and_on_interrupt_for_a_message(
+    virtual_clock: VirtualClock,
+) -> None:
+    calls: list[str] = []
+    done = asyncio.Event()
+
+    @background("research", description="Researches.", interrupt_grace=0.0)
+    async def research(ctx: BackgroundContext) -> None:
+        async def interrupted() -> None:
+            calls.append("interrupt")
+
+        async def stopped() -> None:
+            calls.append("stop")
+            done.set()
+
+        ctx.on_interrupt(interrupted)
+        ctx.on_stop(stopped)  # a stop finishes the round; a message only steers it
+        async for _ in ctx.messages():
+            async with ctx.turn():
+                await done.wait()
+
+    llm = ScriptedLLM([stop_call("research"), text("Stopping it.")])
+    session: Session[Any] = Session(llm, background=[research], user_away_timeout=None)
+    await session.start(Agent("Help."))
+    assert session.background is not None
+    session.background.deliver("research", "bees")
+    await asyncio.sleep(1)
+    session.background.deliver("research", "focus on Europe")  # mid-turn: an interrupt
+    await asyncio.sleep(0.1)
+    await session.run(user_input="stop the research", timeout=60)
+    assert calls == ["interrupt", "stop"]

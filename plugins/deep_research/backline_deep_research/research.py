@@ -140,10 +140,12 @@ class ResearchRound:
         # round ends, however it ends; how it ended is read here.
         scope = TaskScope("deep_research steering", log_failures=False)
         steer = scope.create_task(self._steer(), name="deep_research steering")
+        self.ctx.on_stop(self._stop_now)  # backline_stop: as "stop" (not a steering note)
         try:
             async with self.ctx.turn():
                 return await self._research()
         finally:
+            self.ctx.on_stop(None)
             await scope.aclose()
             if steer.done() and not steer.cancelled() and steer.exception() is not None:
                 logger.warning("steering stopped: %s", steer.exception())
@@ -232,12 +234,18 @@ class ResearchRound:
             if message is CLOSED:
                 return
             if is_stop(message):
-                self.stopped.set()
-                await self._say("Stopping: I'll finish with what is verified so far.")
+                await self._stop_now()
                 continue
             self.steering.append(message.strip())
             del self.steering[: -self.limits.steering_notes]
             await self._say(STEER_ACK.format(note=message.strip()))
+
+    async def _stop_now(self) -> None:
+        """The user said "stop" (or the voice agent called ``backline_stop``): the round
+        finishes with what is verified so far."""
+        if not self.stopped.is_set():
+            self.stopped.set()
+            await self._say("Stopping: I'll finish with what is verified so far.")
 
     async def _until_stopped(self, work: Coroutine[Any, Any, T], *, default: T) -> T:
         """``work``'s result, or ``default`` if the user says "stop" first (work cancelled)."""

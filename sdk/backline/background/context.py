@@ -55,6 +55,7 @@ class _Runtime(Protocol):
     """A running background (``BackgroundRuntime``), as its context uses it."""
 
     interrupt_callback: Callable[[], Awaitable[None]] | None
+    stop_callback: Callable[[], Awaitable[None]] | None
 
     @property
     def definition(self) -> _Definition: ...
@@ -211,3 +212,11 @@ class BackgroundContext:
     def on_interrupt(self, callback: Callable[[], Awaitable[None]] | None) -> None:
         """Register how to stop the current work when a new message interrupts it."""
         self._runtime.interrupt_callback = callback
+
+    def on_stop(self, callback: Callable[[], Awaitable[None]] | None) -> None:
+        """Register how to stop the current work when the user asks to stop it (the
+        voice agent's ``backline_stop``), when that differs from an interrupt by a new
+        message (a research round finishes with what it verified, while a message is
+        a steering note). Without it, ``backline_stop`` calls the ``on_interrupt``
+        callback."""
+        self._runtime.stop_callback = callback

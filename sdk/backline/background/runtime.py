@@ -69,6 +69,7 @@ class BackgroundRuntime:
         self.closed = False
         self.status = "created"
         self.interrupt_callback: Callable[[], Awaitable[None]] | None = None
+        self.stop_callback: Callable[[], Awaitable[None]] | None = None  # (else the above)
         # Usually empty or short: a list (a deque takes about 700 bytes even empty).
         self._inbox: list[str] = []
         self._inbox_signal = Signal()
@@ -182,11 +183,11 @@ class BackgroundRuntime:
         return len(self._inbox)
 
     async def stop_work(self) -> str:
-        """Stop the current turn through ``on_interrupt`` (``backline_stop``), whatever
-        the grace window: ``stopped``, ``idle`` (no turn runs), ``unstoppable`` (no
-        callback), ``unconfirmed`` (it did not return within ``STOP_TIMEOUT``) or
-        ``failed`` (it raised). The inbox is left as it is."""
-        callback = self.interrupt_callback
+        """Stop the current turn through ``on_stop``, else ``on_interrupt``
+        (``backline_stop``), whatever the grace window: ``stopped``, ``idle`` (no turn
+        runs), ``unstoppable`` (no callback), ``unconfirmed`` (it did not return within
+        ``STOP_TIMEOUT``) or ``failed`` (it raised). The inbox is left as it is."""
+        callback = self.stop_callback or self.interrupt_callback
         if not self._grace.in_turn:
             return "idle"
         if callback is None:
