@@ -200,6 +200,8 @@ class _Stream(RecognizeStream):
                 await engine.aclose()
 
     async def _forward(self, vad: VADStream) -> None:
+        # LiveKit's flush (this STT does not ask for one: no ``manual_flush``) resets the
+        # VAD: an utterance it cuts ends at the next start of speech, or the input's end.
         async for item in self._input_ch:
             if isinstance(item, self._FlushSentinel):
                 vad.flush()
@@ -214,7 +216,9 @@ class _Stream(RecognizeStream):
                     self._push(engine, event.frames)
                 else:
                     self._time += sum(f.duration for f in event.frames)
-            elif event.type == VADEventType.START_OF_SPEECH and not self._speaking:
+            elif event.type == VADEventType.START_OF_SPEECH:
+                if self._speaking:  # the VAD was flushed mid-speech: that utterance is over
+                    self._end_utterance(engine)
                 self._speaking = True
                 lead = sum(f.duration for f in event.frames)
                 self._utterances.append((max(0.0, self._time - lead), -1.0))

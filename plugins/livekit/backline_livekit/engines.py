@@ -237,12 +237,12 @@ class _VADStream(VADStream):
         *,
         probability: float = 0.0,
     ) -> None:
-        if self._speaking or kind == VADEventType.END_OF_SPEECH:
+        if kind == VADEventType.END_OF_SPEECH:
+            speech = self._speech_end - self._speech_start
+        elif self._speaking:
             speech = self._time - self._speech_start
         else:
             speech = 0.0
-        if kind == VADEventType.END_OF_SPEECH:
-            speech = self._speech_end - self._speech_start
         silence = 0.0 if self._speaking else self._time - self._speech_end
         self._event_ch.send_nowait(
             VADEvent(

@@ -86,7 +86,12 @@ elif _MODE == "files":
             period = self.blocksize / self.samplerate
             due = time.monotonic()
             while not self._stop.is_set():
-                self._block()
+                try:
+                    self._block()
+                except Exception as e:  # PortAudio aborts a stream whose callback raises
+                    kind = type(self).__name__
+                    print(f"sounddevice stand-in: {kind} callback raised {e!r}", file=sys.stderr)
+                    return
                 due += period
                 time.sleep(max(0.0, due - time.monotonic()))
 
