@@ -57,6 +57,7 @@ lint: $(STAMP)
 	$(BIN)/mypy --strict plugins/claude_code/backline_claude_code
 	$(BIN)/mypy --strict plugins/cli_agent/backline_cli_agent
 	$(BIN)/mypy --strict plugins/deep_research/backline_deep_research
+	$(BIN)/mypy --strict plugins/google/backline_google
 	$(BIN)/mypy --strict plugins/livekit/backline_livekit
 	$(BIN)/mypy --strict plugins/openai/backline_openai
 	$(BIN)/mypy --strict plugins/local_speech/backline_local_speech
