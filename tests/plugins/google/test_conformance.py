@@ -43,7 +43,9 @@ def llm_harness(gemini_server: FakeGeminiServer, make_gemini_llm: MakeLLM) -> Ha
     )
 
 
-# Replaces the suite's test of that name (it reads openai's ``max_retries``).
+# Replaces the suite's test of that name (it reads openai's ``max_retries``). A stock
+# client uses aiohttp when it is installed; google-genai subclasses its session.
+@pytest.mark.filterwarnings("ignore:Inheritance class AiohttpClientSession:DeprecationWarning")
 async def test_a_given_client_is_used_without_its_retries(
     llm_harness: Harness, caplog: pytest.LogCaptureFixture
 ) -> None:
