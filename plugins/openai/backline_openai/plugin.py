@@ -19,6 +19,7 @@ if TYPE_CHECKING:
     from backline.plugins import RegisterLLM, RegisterOption, RegisterSpeech
 
     from .llm import OpenAILLM
+    from .realtime import OpenAIRealtimeLLM
     from .stt import OpenAISTT
     from .tts import OpenAITTS
 
@@ -55,6 +56,25 @@ def configured_model() -> str | None:
     return os.environ.get("BACKLINE_MODEL") or Endpoint.of(None).default_model
 
 
+REALTIME_DESCRIPTION = (
+    "OpenAI Realtime (gpt-realtime) or a compatible endpoint as the voice agent's model, "
+    "one WebSocket session, text modality (--base-url / OPENAI_BASE_URL; -m MODEL)"
+)
+
+
+def openai_realtime_llm(model: str | None = None, **options: Any) -> OpenAIRealtimeLLM:
+    """Build ``OpenAIRealtimeLLM(model, **options)``; a missing key is an ``LLMError``."""
+    from .realtime import OpenAIRealtimeLLM
+
+    try:
+        llm = OpenAIRealtimeLLM(model, **options)
+    except ValueError as e:
+        raise LLMError(str(e)) from None
+    if llm.missing_key is not None:
+        raise LLMError(llm.missing_key, status=401)
+    return llm
+
+
 @hookimpl
 def register_llms(register: RegisterLLM) -> None:
     register(
@@ -63,6 +83,13 @@ def register_llms(register: RegisterLLM) -> None:
         description=DESCRIPTION,
         models=known_models,
         default_model=configured_model,
+    )
+    register(
+        "openai-realtime",
+        openai_realtime_llm,
+        description=REALTIME_DESCRIPTION,
+        models=("gpt-realtime",),
+        default_model="gpt-realtime",
     )
 
 

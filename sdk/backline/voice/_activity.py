@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..llm.chat_context import ChatItem, ChatMessage
 from ..llm.llm import LLM
+from ..llm.realtime import RealtimeSession
 from ..llm.tools import FunctionTool, ToolError
 from ..tasks import CancelWhenDone, TaskScope, done_within, emptied, first_completed
 from ._context import current_call, current_on_enter
@@ -55,6 +56,7 @@ class AgentActivity:
         self._pause_slot: asyncio.Lock | None = None  # made at the first inline task
         self.drain_exempt: dict[asyncio.Task[Any], SpeechHandle | None] = {}
         self._realtime_listener: Callable[[bool], None] | None = None
+        self._realtime: RealtimeSession | None = None  # the one attached
         self.entering = False  # on_enter is running
         self.handoff: Agent | None = None  # the current speech's tools handed off to it
         self._loop_task: asyncio.Task[None] | None = None  # every speech runs in it
@@ -174,8 +176,17 @@ class AgentActivity:
             self.entering = False
             self.session._refresh()
 
-    def _attach_realtime(self) -> None:
+    def _find_realtime(self) -> RealtimeSession | None:
+        """The agent's realtime session, else the session's, else the one its LLM is
+        (an LLM whose ``realtime`` attribute is a ``RealtimeSession``)."""
         rt = self.agent.realtime or self.session.realtime
+        if rt is not None:
+            return rt
+        of_llm = getattr(self.llm, "realtime", None)
+        return of_llm if isinstance(of_llm, RealtimeSession) else None
+
+    def _attach_realtime(self) -> None:
+        rt = self._find_realtime()
         if rt is None:
             return
 
@@ -183,22 +194,22 @@ class AgentActivity:
             self.session._refresh()
 
         rt.add_background_work_listener(changed)
+        self._realtime = rt
         self._realtime_listener = changed
 
     def _detach_realtime(self) -> None:
-        rt = self.agent.realtime or self.session.realtime
+        rt = self._realtime
         if rt is not None and self._realtime_listener is not None:
             rt.remove_background_work_listener(self._realtime_listener)
         self._realtime_listener = None
+        self._realtime = None
 
     @property
     def realtime_busy(self) -> bool:
         if self._realtime_listener is None:
             return False  # no realtime model (asked whenever the away timer would arm)
-        rt = self.agent.realtime or self.session.realtime
-        return bool(
-            rt is not None and self._realtime_listener is not None and rt.background_work_running
-        )
+        rt = self._realtime
+        return bool(rt is not None and rt.background_work_running)
 
     # -- inline tasks -------------------------------------------------------------
     async def run_inline(self, task: AgentTask[Any], speech: SpeechHandle | None) -> Any:

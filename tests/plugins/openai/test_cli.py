@@ -109,7 +109,11 @@ def test_the_plugin_is_listed_with_its_llm_and_option() -> None:
     assert out.returncode == 0, out.stderr
     (info,) = [p for p in json.loads(out.stdout) if p["name"] == "openai"]
     assert info["distribution"] == "backline-openai"
-    assert (info["llms"], info["options"], info["status"]) == (["openai"], ["--base-url"], "loaded")
+    assert (info["llms"], info["options"], info["status"]) == (
+        ["openai", "openai-realtime"],
+        ["--base-url"],
+        "loaded",
+    )
     help_ = run("console", "--help", env=cli_env())
     assert "--base-url URL" in help_.stdout
 

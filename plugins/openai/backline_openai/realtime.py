@@ -1,0 +1,503 @@
+"""``OpenAIRealtimeLLM``: backline's ``LLM`` protocol on one OpenAI Realtime session.
+
+One persistent WebSocket per instance, text modality (the console). Each ``chat()``
+syncs the conversation (``conversation.item.create`` for what the server lacks,
+``conversation.item.delete`` + create for what the runtime changed, e.g. a reply
+truncated to what was heard), then sends ``response.create`` with the instructions and
+tools, and streams ``response.output_text.delta`` as text and each
+``response.function_call_arguments.done`` as a tool call. Closing the stream early
+sends ``response.cancel``. The object is also the agent's ``RealtimeSession``
+(``realtime``): ``background_work_running`` is true while a response.create waits for
+its ``response.created``, a response runs, or a function call is open (catalog 132).
+
+Imported on demand (it pulls in ``websockets``). See the plugin's README.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import logging
+from collections.abc import AsyncGenerator, Callable, Sequence
+from typing import TYPE_CHECKING, Any
+from urllib.parse import quote, urlsplit, urlunsplit
+
+from backline.limits import DEFAULT_LIMITS
+from backline.llm import (
+    ChatChunk,
+    ChatContext,
+    FunctionTool,
+    LLMError,
+    LLMStream,
+    LLMTimeoutError,
+    TextDelta,
+    ToolCallChunk,
+    ToolChoice,
+    Usage,
+    failed_stream,
+)
+from backline.tasks import TaskScope
+
+from ._endpoints import Endpoint
+from ._realtime_items import (
+    Signature,
+    convert_context,
+    convert_tool_choice,
+    convert_tools,
+    new_item_id,
+    plan_sync,
+    server_item,
+)
+
+if TYPE_CHECKING:
+    from websockets.asyncio.client import ClientConnection
+
+__all__ = ["DEFAULT_REALTIME_MODEL", "OpenAIRealtimeLLM"]
+
+log = logging.getLogger(__name__)
+
+DEFAULT_REALTIME_MODEL = "gpt-realtime"
+"""The model when none is named (``-m`` / ``model=``)."""
+
+_END = object()  # the response ended (response.done)
+
+
+class _Response:
+    """What the reader hands to the ``chat()`` that waits for one response."""
+
+    __slots__ = ("done", "error", "events", "status", "usage")
+
+    def __init__(self) -> None:
+        self.events: asyncio.Queue[ChatChunk | object] = asyncio.Queue()
+        self.usage: dict[str, Any] = {}
+        self.status: str | None = None
+        self.error: LLMError | None = None
+        self.done = False
+
+
+class OpenAIRealtimeLLM:
+    """A realtime model as a voice agent's LLM, in text modality.
+
+    ``base_url`` defaults to ``$OPENAI_BASE_URL``, else OpenAI's API; the WebSocket is
+    ``<base_url>/realtime?model=MODEL`` (``ws``/``wss``). ``api_key`` defaults to the
+    endpoint's key (``OPENAI_API_KEY``); a local server needs none. ``connect_timeout``
+    bounds opening the socket and the session's configuration; ``settle_timeout`` the
+    wait for a cancelled response to end before the next sync; ``ping_interval`` the
+    socket's keepalive pings (``None``: none); ``first_token_timeout``
+    and ``response_timeout`` each response (``LLMTimeoutError``). A socket that drops
+    fails the response in flight with an ``LLMError``; the next ``chat()`` reconnects
+    and sends the whole conversation again.
+    """
+
+    def __init__(
+        self,
+        model: str | None = None,
+        *,
+        api_key: str | None = None,
+        base_url: str | None = None,
+        connect_timeout: float = 10.0,
+        settle_timeout: float = 5.0,
+        ping_interval: float | None = 20.0,
+        first_token_timeout: float | None = DEFAULT_LIMITS.llm_first_token_timeout,
+        response_timeout: float | None = DEFAULT_LIMITS.llm_response_timeout,
+    ) -> None:
+        for name, value in (
+            ("connect_timeout", connect_timeout),
+            ("settle_timeout", settle_timeout),
+        ):
+            if not value > 0:
+                raise ValueError(f"{name} must be a positive number of seconds, got {value}")
+        self._endpoint = Endpoint.of(base_url)
+        self._model = model or DEFAULT_REALTIME_MODEL
+        key = api_key if api_key is not None else self._endpoint.find_key()
+        self._key = key
+        self._missing_key = self._endpoint.missing_key_message() if key is None else None
+        self._connect_timeout = connect_timeout
+        self._settle_timeout = settle_timeout
+        self._ping_interval = ping_interval
+        self._first_token_timeout = first_token_timeout
+        self._response_timeout = response_timeout
+        self._scope = TaskScope("OpenAIRealtimeLLM")
+        self._ws: ClientConnection | None = None
+        self._lock = asyncio.Lock()  # one chat() turn at a time
+        self._held: list[tuple[str, Signature]] = []  # the server's items, in order
+        self._configured: asyncio.Future[None] | None = None
+        self._response: _Response | None = None
+        self._pending_create = False
+        self._running = False
+        self._open_calls: set[str] = set()
+        self._idle = asyncio.Event()
+        self._idle.set()
+        self._listeners: list[Callable[[bool], None]] = []
+        self._busy = False
+        self._closed = False
+        self.connects = 0  # how many sockets were opened (a reconnect adds one)
+
+    # -- properties -------------------------------------------------------------
+    @property
+    def model(self) -> str:
+        return self._model
+
+    @property
+    def base_url(self) -> str:
+        return self._endpoint.url
+
+    @property
+    def url(self) -> str:
+        """The WebSocket URL."""
+        parts = urlsplit(self._endpoint.url)
+        scheme = {"http": "ws", "https": "wss"}.get(parts.scheme, parts.scheme)
+        path = parts.path.rstrip("/") + "/realtime"
+        return urlunsplit((scheme, parts.netloc, path, f"model={quote(self._model)}", ""))
+
+    @property
+    def missing_key(self) -> str | None:
+        return self._missing_key
+
+    @property
+    def realtime(self) -> OpenAIRealtimeLLM:
+        """This model as the agent's ``RealtimeSession`` (the runtime reads it)."""
+        return self
+
+    def __repr__(self) -> str:
+        return f"OpenAIRealtimeLLM(model={self._model!r}, url={self.url!r})"
+
+    # -- RealtimeSession ----------------------------------------------------------
+    @property
+    def background_work_running(self) -> bool:
+        return self._busy
+
+    def add_background_work_listener(self, listener: Callable[[bool], None]) -> None:
+        self._listeners.append(listener)
+
+    def remove_background_work_listener(self, listener: Callable[[bool], None]) -> None:
+        if listener in self._listeners:
+            self._listeners.remove(listener)
+
+    def _changed(self) -> None:
+        busy = self._pending_create or self._running or bool(self._open_calls)
+        if busy == self._busy:
+            return
+        self._busy = busy
+        for listener in list(self._listeners):
+            try:
+                listener(busy)
+            except Exception:
+                log.exception("a background-work listener raised")
+
+    def _set_idle(self) -> None:
+        if self._pending_create or self._running:
+            self._idle.clear()
+        else:
+            self._idle.set()
+        self._changed()
+
+    # -- lifecycle ----------------------------------------------------------------
+    async def aclose(self) -> None:
+        """Close the socket and stop reading (bounded)."""
+        self._closed = True
+        ws, self._ws = self._ws, None
+        if ws is not None:
+            with contextlib.suppress(Exception):
+                await asyncio.wait_for(ws.close(), self._connect_timeout)
+        await self._scope.aclose()
+        self._lost(LLMError("OpenAIRealtimeLLM was closed"))
+
+    async def _connect(self) -> ClientConnection:
+        if self._closed:
+            raise LLMError("OpenAIRealtimeLLM is closed")
+        ws = self._ws
+        if ws is not None:
+            return ws
+        from websockets.asyncio.client import connect
+
+        headers = {"Authorization": f"Bearer {self._key}"} if self._key else {}
+        loop = asyncio.get_running_loop()
+        self._configured = loop.create_future()
+        try:
+            async with asyncio.timeout(self._connect_timeout):
+                ws = await connect(
+                    self.url,
+                    additional_headers=headers,
+                    open_timeout=self._connect_timeout,
+                    max_size=None,
+                    proxy=None,
+                    ping_interval=self._ping_interval,
+                )
+                self._ws = ws
+                self.connects += 1
+                self._held = []
+                self._scope.create_task(self._read(ws), name="OpenAIRealtimeLLM reader")
+                update = {"type": "realtime", "output_modalities": ["text"]}
+                await self._send({"type": "session.update", "session": update})
+                await self._configured
+        except TimeoutError:
+            await self._drop(ws)
+            raise LLMError(
+                f"OpenAI Realtime at {self.url}: no session within {self._connect_timeout:g}s "
+                "(is the server up, and is --base-url right?)",
+                retryable=True,
+            ) from None
+        except LLMError:
+            await self._drop(ws)
+            raise
+        except (OSError, Exception) as e:
+            await self._drop(ws)
+            raise LLMError(
+                f"Could not open OpenAI Realtime at {self.url}: {e!r} — is the server running, "
+                "and is --base-url (OPENAI_BASE_URL) right?",
+                retryable=True,
+            ) from e
+        finally:
+            self._configured = None  # only a connect in progress waits on it
+        return ws
+
+    async def _drop(self, ws: ClientConnection | None) -> None:
+        if ws is not None and self._ws is ws:
+            self._ws = None
+        if ws is not None:
+            with contextlib.suppress(Exception):
+                await asyncio.wait_for(ws.close(), 1.0)
+
+    async def _send(self, event: dict[str, Any]) -> None:
+        ws = self._ws
+        if ws is None:
+            raise LLMError(f"OpenAI Realtime at {self.url}: the connection is closed")
+        try:
+            await asyncio.wait_for(ws.send(json.dumps(event)), self._connect_timeout)
+        except (TimeoutError, OSError, Exception) as e:
+            if isinstance(e, LLMError):
+                raise
+            raise LLMError(
+                f"OpenAI Realtime at {self.url}: could not send {event['type']} ({e!r})",
+                retryable=True,
+            ) from e
+
+    # -- the reader ---------------------------------------------------------------
+    async def _read(self, ws: ClientConnection) -> None:
+        error: LLMError
+        try:
+            async for raw in ws:
+                event = json.loads(raw)
+                if isinstance(event, dict):
+                    self._on_event(event)
+            error = LLMError(
+                f"OpenAI Realtime at {self.url}: the server closed the connection "
+                f"(code {ws.close_code}); the next request reconnects",
+                retryable=True,
+            )
+        except asyncio.CancelledError:
+            raise
+        except Exception as e:
+            error = LLMError(
+                f"OpenAI Realtime at {self.url}: the connection was lost ({e!r}); the next "
+                "request reconnects",
+                retryable=True,
+            )
+        if self._ws is ws:
+            self._ws = None
+            self._lost(error)
+
+    def _lost(self, error: LLMError) -> None:
+        """The socket is gone: nothing is held by the server any more."""
+        self._held = []
+        self._open_calls.clear()
+        self._pending_create = self._running = False
+        configured = self._configured
+        if configured is not None and not configured.done():
+            configured.set_exception(error)
+        response, self._response = self._response, None
+        if response is not None and not response.done:
+            response.error = error
+            response.events.put_nowait(_END)
+        self._set_idle()
+
+    def _on_event(self, event: dict[str, Any]) -> None:
+        kind = event.get("type")
+        response = self._response
+        if kind == "session.updated":
+            if self._configured is not None and not self._configured.done():
+                self._configured.set_result(None)
+        elif kind == "response.created":
+            self._pending_create = False
+            self._running = True
+            self._set_idle()
+        elif kind == "response.output_item.added":
+            item = event.get("item") or {}
+            if item.get("type") == "function_call" and item.get("call_id"):
+                self._open_calls.add(str(item["call_id"]))
+                self._changed()
+        elif kind == "response.output_text.delta":
+            if response is not None and event.get("delta"):
+                response.events.put_nowait(TextDelta(str(event["delta"])))
+        elif kind == "response.function_call_arguments.done":
+            call_id = str(event.get("call_id") or "")
+            self._open_calls.add(call_id)
+            self._changed()
+            if response is not None:
+                args = str(event.get("arguments") or "")
+                name = str(event.get("name") or "")
+                response.events.put_nowait(ToolCallChunk(call_id, name, args or "{}"))
+        elif kind == "response.done":
+            self._response_done(event.get("response") or {}, response)
+        elif kind == "error":
+            self._on_error(event.get("error") or {}, response)
+
+    def _response_done(self, body: dict[str, Any], response: _Response | None) -> None:
+        for entry in body.get("output") or ():
+            item = server_item(entry) if isinstance(entry, dict) else None
+            if item is not None and entry.get("id"):
+                self._held.append((str(entry["id"]), item.signature))
+                if response is None and entry.get("type") == "function_call":
+                    # Its stream was closed (a barge-in): the runtime runs none of its
+                    # calls, so none of them is open (the next sync deletes them).
+                    self._open_calls.discard(str(entry.get("call_id") or ""))
+        self._running = False
+        self._pending_create = False
+        if response is not None:
+            response.usage = body.get("usage") or {}
+            response.status = body.get("status")
+            response.done = True
+            response.events.put_nowait(_END)
+            self._response = None
+        self._set_idle()
+
+    def _on_error(self, error: dict[str, Any], response: _Response | None) -> None:
+        message = str(error.get("message") or error)
+        code = str(error.get("code") or error.get("type") or "")
+        if code == "response_cancel_not_active":
+            return  # a cancel that came after the end: harmless
+        log.warning("OpenAI Realtime error (%s): %s", code, message)
+        if self._configured is not None and not self._configured.done():
+            self._configured.set_exception(LLMError(f"OpenAI Realtime session error: {message}"))
+            return
+        if response is not None and not self._running:
+            # The request was refused (a bad item, a bad response.create): no response comes.
+            self._pending_create = False
+            response.error = LLMError(f"OpenAI Realtime at {self.url}: {code}: {message}")
+            response.done = True
+            response.events.put_nowait(_END)
+            self._response = None
+            self._set_idle()
+
+    # -- chat ---------------------------------------------------------------------
+    def chat(
+        self,
+        chat_ctx: ChatContext,
+        *,
+        tools: Sequence[FunctionTool] = (),
+        tool_choice: ToolChoice | None = None,
+    ) -> LLMStream:
+        """Sync ``chat_ctx`` to the session and stream the response to it."""
+        if self._missing_key is not None:
+            return failed_stream(LLMError(self._missing_key, status=401))
+        try:
+            instructions, items = convert_context(chat_ctx)
+            create: dict[str, Any] = {"output_modalities": ["text"]}
+            if instructions:
+                create["instructions"] = instructions
+            create["tools"] = convert_tools(tools)
+            choice = convert_tool_choice(tool_choice, tools)
+            if choice is not None:
+                create["tool_choice"] = choice
+        except LLMError as e:
+            return failed_stream(e)
+        return LLMStream(self._turn(items, create))
+
+    async def _turn(
+        self, items: list[Any], create: dict[str, Any]
+    ) -> AsyncGenerator[ChatChunk, None]:
+        loop = asyncio.get_running_loop()
+        start = loop.time()
+        async with self._lock:
+            await self._settle()
+            await self._connect()
+            await self._sync(items)
+            response = self._response = _Response()
+            self._pending_create = True
+            self._set_idle()
+            await self._send({"type": "response.create", "response": create})
+            ttft: float | None = None
+            try:
+                while True:
+                    chunk = await self._next(response, ttft is not None, start)
+                    if chunk is _END:
+                        break
+                    if ttft is None:
+                        ttft = loop.time() - start
+                    assert isinstance(chunk, TextDelta | ToolCallChunk)
+                    yield chunk
+            finally:
+                if not response.done:
+                    response.done = True
+                    if self._response is response:
+                        self._response = None
+                    if self._ws is not None and (self._running or self._pending_create):
+                        with contextlib.suppress(LLMError):
+                            await self._send({"type": "response.cancel"})
+        if response.error is not None:
+            if ttft is not None:
+                raise LLMError(
+                    f"{response.error} (the reply was cut off after output had started)",
+                    retryable=response.error.retryable,
+                )
+            raise response.error
+        usage = response.usage
+        details = usage.get("input_token_details") or {}
+        yield Usage(
+            input_tokens=int(usage.get("input_tokens") or 0),
+            output_tokens=int(usage.get("output_tokens") or 0),
+            cache_read_input_tokens=int(details.get("cached_tokens") or 0),
+            ttft=ttft,
+            stop_reason=response.status,
+        )
+
+    async def _next(self, response: _Response, started: bool, start: float) -> ChatChunk | object:
+        limit, which = (
+            (self._response_timeout, "response_timeout")
+            if started or self._first_token_timeout is None
+            else (self._first_token_timeout, "first_token_timeout")
+        )
+        if limit is None:
+            return await response.events.get()
+        try:
+            async with asyncio.timeout_at(start + limit):
+                return await response.events.get()
+        except TimeoutError:
+            raise LLMTimeoutError(
+                f"OpenAI Realtime at {self.url}: nothing within {limit:g}s ({which} of "
+                "OpenAIRealtimeLLM)"
+            ) from None
+
+    async def _settle(self) -> None:
+        """Wait (bounded) for a response still ending (a cancel's ``response.done``):
+        its items must be known before the next sync."""
+        if self._idle.is_set():
+            return
+        try:
+            async with asyncio.timeout(self._settle_timeout):
+                await self._idle.wait()
+        except TimeoutError:
+            raise LLMError(
+                f"OpenAI Realtime at {self.url}: the previous response did not end within "
+                f"{self._settle_timeout:g}s of its cancel",
+                retryable=True,
+            ) from None
+
+    async def _sync(self, wanted: list[Any]) -> None:
+        plan = plan_sync(self._held, wanted)
+        for item_id in plan.delete:
+            await self._send({"type": "conversation.item.delete", "item_id": item_id})
+        del self._held[plan.keep :]
+        for item in plan.create:
+            item_id = new_item_id()
+            await self._send(
+                {"type": "conversation.item.create", "item": {"id": item_id, **item.body}}
+            )
+            self._held.append((item_id, item.signature))
+            if item.body["type"] == "function_call_output":
+                self._open_calls.discard(item.body["call_id"])
+        # A call the runtime no longer has is not open either.
+        held_calls = {s[1] for _, s in self._held if s[0] == "function_call"}
+        self._open_calls &= held_calls

@@ -1,0 +1,241 @@
+"""A fake OpenAI Realtime server on loopback (``websockets``), answering from a script.
+
+It speaks the documented GA events (names as in the installed ``openai`` package's
+``types/realtime``): ``session.created`` on connect, ``session.updated`` for
+``session.update``; ``conversation.item.added``/``.done`` for
+``conversation.item.create``, ``conversation.item.deleted`` for
+``conversation.item.delete``; for ``response.create``: ``response.created``,
+``response.output_item.added``, ``response.output_text.delta`` pieces,
+``response.output_text.done``, ``response.function_call_arguments.delta``/``.done``,
+``response.output_item.done``, ``response.done`` (status, output, usage); for
+``response.cancel``: ``response.done`` with status ``cancelled``. What the real server
+would refuse (an output for an unknown call, deleting an unknown item, a response
+while one runs) is an ``error`` event, and is recorded in ``errors``.
+
+A script step is a list of parts: ``("text", str)``, ``("call", name, arguments)``,
+``("wait", asyncio.Event)`` (hold there; a cancel ends it), ``("drop",)`` (close the
+socket abruptly).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import itertools
+import json
+from collections import deque
+from collections.abc import Callable
+from typing import Any
+
+from websockets.asyncio.server import Server, ServerConnection, serve
+
+Part = tuple[Any, ...]
+
+
+def text(value: str) -> list[Part]:
+    return [("text", value)]
+
+
+def call(name: str, **arguments: Any) -> list[Part]:
+    return [("call", name, arguments)]
+
+
+class FakeRealtimeServer:
+    def __init__(self) -> None:
+        self.script: deque[list[Part]] = deque()
+        self.received: list[dict[str, Any]] = []  # every client event, all connections
+        self.errors: list[str] = []
+        self.connections = 0
+        self.conversation: list[dict[str, Any]] = []  # the current connection's items
+        self.probe: Callable[[dict[str, Any]], None] | None = None  # called per event
+        self.cancelled = asyncio.Event()
+        self.hold_cancel: asyncio.Event | None = None  # a cancel's response.done waits on it
+        self._server: Server | None = None
+        self._ids = itertools.count(1)
+        self._response: asyncio.Task[None] | None = None
+        self._cancel = asyncio.Event()
+
+    async def __aenter__(self) -> FakeRealtimeServer:
+        self._server = await serve(self._serve, "127.0.0.1", 0, ping_interval=None)
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        if self._response is not None:
+            self._response.cancel()
+            with contextlib.suppress(BaseException):
+                await self._response
+        assert self._server is not None
+        self._server.close()
+        await asyncio.wait_for(self._server.wait_closed(), 5)
+
+    @property
+    def url(self) -> str:
+        assert self._server is not None
+        port = next(iter(self._server.sockets)).getsockname()[1]
+        return f"http://127.0.0.1:{port}/v1"
+
+    def push(self, *steps: list[Part]) -> None:
+        self.script.extend(steps)
+
+    def sent(self, kind: str) -> list[dict[str, Any]]:
+        return [e for e in self.received if e.get("type") == kind]
+
+    def _id(self, prefix: str) -> str:
+        return f"{prefix}_{next(self._ids)}"
+
+    async def _serve(self, ws: ServerConnection) -> None:
+        self.connections += 1
+        self.conversation = []
+        await self._emit(ws, {"type": "session.created", "session": {"type": "realtime"}})
+        try:
+            async for raw in ws:
+                event = json.loads(raw)
+                self.received.append(event)
+                if self.probe is not None:
+                    self.probe(event)
+                await self._handle(ws, event)
+        except Exception:
+            pass  # a dropped client ends its connection
+        finally:
+            if self._response is not None and not self._response.done():
+                self._response.cancel()
+
+    async def _emit(self, ws: ServerConnection, event: dict[str, Any]) -> None:
+        event.setdefault("event_id", self._id("event"))
+        await ws.send(json.dumps(event))
+
+    async def _error(self, ws: ServerConnection, code: str, message: str) -> None:
+        self.errors.append(f"{code}: {message}")
+        error = {"type": "invalid_request_error", "code": code, "message": message}
+        await self._emit(ws, {"type": "error", "error": error})
+
+    async def _handle(self, ws: ServerConnection, event: dict[str, Any]) -> None:
+        kind = event.get("type")
+        if kind == "session.update":
+            session = {"type": "realtime", **event["session"]}
+            await self._emit(ws, {"type": "session.updated", "session": session})
+        elif kind == "conversation.item.create":
+            item = dict(event["item"])
+            if item["type"] == "function_call_output" and not any(
+                i.get("call_id") == item["call_id"] and i["type"] == "function_call"
+                for i in self.conversation
+            ):
+                await self._error(ws, "invalid_call_id", f"no call {item['call_id']}")
+                return
+            item.setdefault("id", self._id("item"))
+            previous = self.conversation[-1]["id"] if self.conversation else None
+            self.conversation.append(item)
+            added = {"type": "conversation.item.added", "previous_item_id": previous, "item": item}
+            await self._emit(ws, added)
+            await self._emit(ws, {"type": "conversation.item.done", "item": item})
+        elif kind == "conversation.item.delete":
+            ids = [i["id"] for i in self.conversation]
+            if event["item_id"] not in ids:
+                await self._error(ws, "item_not_found", f"no item {event['item_id']}")
+                return
+            self.conversation.pop(ids.index(event["item_id"]))
+            await self._emit(ws, {"type": "conversation.item.deleted", "item_id": event["item_id"]})
+        elif kind == "response.create":
+            if self._response is not None and not self._response.done():
+                await self._error(ws, "conversation_already_has_active_response", "busy")
+                return
+            step = self.script.popleft() if self.script else text("(no script)")
+            self._cancel = asyncio.Event()
+            self._response = asyncio.create_task(self._respond(ws, step, self._cancel))
+        elif kind == "response.cancel":
+            if self._response is None or self._response.done():
+                await self._error(ws, "response_cancel_not_active", "no active response")
+                return
+            self.cancelled.set()
+            self._cancel.set()
+
+    async def _respond(self, ws: ServerConnection, step: list[Part], cancel: asyncio.Event) -> None:
+        rid = self._id("resp")
+        base = {"response_id": rid}
+        await self._emit(ws, {"type": "response.created", "response": {"id": rid}})
+        output: list[dict[str, Any]] = []
+        status = "completed"
+        for index, part in enumerate(step):
+            if part[0] == "drop":
+                ws.transport.abort()
+                return
+            if part[0] == "wait":
+                waiter = asyncio.ensure_future(part[1].wait())
+                canceller = asyncio.ensure_future(cancel.wait())
+                await asyncio.wait({waiter, canceller}, return_when=asyncio.FIRST_COMPLETED)
+                waiter.cancel()
+                canceller.cancel()
+                if cancel.is_set():
+                    status = "cancelled"
+                    break
+                continue
+            item_id = self._id("item")
+            at = {**base, "output_index": index, "item_id": item_id}
+            if part[0] == "text":
+                item: dict[str, Any] = {
+                    "id": item_id,
+                    "type": "message",
+                    "role": "assistant",
+                    "status": "in_progress",
+                    "content": [],
+                }
+                output.append(item)
+                added = {**base, "output_index": index, "item": item}
+                await self._emit(ws, {"type": "response.output_item.added", **added})
+                words = part[1].split(" ")
+                sent = ""
+                for n, word in enumerate(words):
+                    delta = word if n == 0 else " " + word
+                    sent += delta
+                    delta_event = {"content_index": 0, "delta": delta}
+                    await self._emit(
+                        ws, {"type": "response.output_text.delta", **at, **delta_event}
+                    )
+                item["content"] = [{"type": "output_text", "text": sent}]
+                await self._emit(
+                    ws,
+                    {"type": "response.output_text.done", **at, "content_index": 0, "text": sent},
+                )
+            else:
+                _, name, arguments = part
+                call_id = self._id("call")
+                args = json.dumps(arguments)
+                item = {
+                    "id": item_id,
+                    "type": "function_call",
+                    "call_id": call_id,
+                    "name": name,
+                    "arguments": "",
+                    "status": "in_progress",
+                }
+                output.append(item)
+                added = {**base, "output_index": index, "item": dict(item)}
+                await self._emit(ws, {"type": "response.output_item.added", **added})
+                for piece in (args[: len(args) // 2], args[len(args) // 2 :]):
+                    piece_event = {"call_id": call_id, "delta": piece}
+                    await self._emit(
+                        ws, {"type": "response.function_call_arguments.delta", **at, **piece_event}
+                    )
+                item["arguments"] = args
+                done = {"call_id": call_id, "name": name, "arguments": args}
+                await self._emit(
+                    ws, {"type": "response.function_call_arguments.done", **at, **done}
+                )
+            item["status"] = "completed"
+            await self._emit(ws, {"type": "response.output_item.done", **base, "item": item})
+        if status == "cancelled":
+            # The server had generated more than the client showed: it keeps that.
+            for item in output:
+                if item["type"] == "message" and item["content"]:
+                    item["content"][0]["text"] += " and more"
+            if self.hold_cancel is not None:
+                await self.hold_cancel.wait()
+        self.conversation.extend(output)
+        usage = {
+            "input_tokens": 17,
+            "output_tokens": 5,
+            "total_tokens": 22,
+            "input_token_details": {"cached_tokens": 3, "text_tokens": 17, "audio_tokens": 0},
+        }
+        body = {"id": rid, "status": status, "output": output, "usage": usage}
+        await self._emit(ws, {"type": "response.done", "response": body})

@@ -1,0 +1,309 @@
+"""OpenAIRealtimeLLM against a Realtime server on loopback (``fake_realtime``): a text
+turn, a tool call, a background's silent and spoken updates, a barge-in, the
+background-work flag and the away timer (catalog 130-134), a dropped socket."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator, Callable
+from typing import Any
+
+import pytest
+from backline_openai.realtime import OpenAIRealtimeLLM
+
+from backline import Agent, BackgroundContext, LLMMetrics, Session, background, function_tool
+from backline.llm import ChatContext, LLMError, TextDelta, Usage
+from backline.testing.clock import virtual_clock
+from tests.conftest import Recorder
+from tests.plugins.openai import fake_realtime as fr
+from tests.plugins.openai.fake_realtime import FakeRealtimeServer
+
+WAIT = 20.0  # bounds a hang only
+
+
+@pytest.fixture
+async def server() -> AsyncIterator[FakeRealtimeServer]:
+    async with FakeRealtimeServer() as fake:
+        yield fake
+
+
+@pytest.fixture
+async def make_llm(server: FakeRealtimeServer) -> AsyncIterator[Callable[..., OpenAIRealtimeLLM]]:
+    made: list[OpenAIRealtimeLLM] = []
+
+    def make(**kwargs: Any) -> OpenAIRealtimeLLM:
+        kwargs.setdefault("base_url", server.url)
+        kwargs.setdefault("api_key", "sk-test")
+        kwargs.setdefault("ping_interval", None)
+        llm = OpenAIRealtimeLLM(**kwargs)
+        made.append(llm)
+        return llm
+
+    yield make
+    for llm in made:
+        await llm.aclose()
+
+
+@function_tool
+async def get_weather(city: str) -> str:
+    """Get the weather.
+
+    Args:
+        city: The city.
+    """
+    return f"Sunny in {city}."
+
+
+def created(server: FakeRealtimeServer) -> list[dict[str, Any]]:
+    return [e["item"] for e in server.sent("conversation.item.create")]
+
+
+async def test_a_text_turn_in_a_session(
+    server: FakeRealtimeServer,
+    make_llm: Callable[..., OpenAIRealtimeLLM],
+    no_leaked_tasks: Callable[[], Any],
+) -> None:
+    server.push(fr.text("Hello, how can I help?"))
+    llm = make_llm(model="gpt-realtime")
+    session: Session[Any] = Session(llm)
+    rec = Recorder(session)
+    await session.start(Agent("Be brief."))
+    result = await session.run(user_input="hi", timeout=WAIT)
+    result.expect.next_event().is_message(role="assistant", content="Hello, how can I help?")
+    await session.aclose()
+    await llm.aclose()
+    await no_leaked_tasks()
+
+    (update,) = server.sent("session.update")
+    assert update["session"] == {"type": "realtime", "output_modalities": ["text"]}
+    assert [(i["type"], i["role"], i["content"]) for i in created(server)] == [
+        ("message", "user", [{"type": "input_text", "text": "hi"}])
+    ]
+    (create,) = server.sent("response.create")
+    assert create["response"]["instructions"] == "Be brief."
+    assert create["response"]["output_modalities"] == ["text"]
+    assert server.errors == []
+    (metrics,) = rec.of("llm_metrics")
+    assert isinstance(metrics, LLMMetrics)
+    assert (metrics.llm, metrics.model, metrics.status) == (
+        "OpenAIRealtimeLLM",
+        "gpt-realtime",
+        "completed",
+    )
+    assert metrics.ttft is not None and metrics.output_tokens == 5
+
+
+async def test_usage_and_the_stream(
+    server: FakeRealtimeServer, make_llm: Callable[..., OpenAIRealtimeLLM]
+) -> None:
+    server.push(fr.text("One two three"))
+    llm = make_llm()
+    ctx = ChatContext()
+    ctx.add_message(role="user", content="count")
+    async with llm.chat(ctx) as stream:
+        chunks = [c async for c in stream]
+    assert [c.text for c in chunks if isinstance(c, TextDelta)] == ["One", " two", " three"]
+    usage = chunks[-1]
+    assert isinstance(usage, Usage)
+    assert (usage.input_tokens, usage.output_tokens, usage.cache_read_input_tokens) == (17, 5, 3)
+    assert usage.ttft is not None and usage.stop_reason == "completed"
+    assert server.sent("session.update")[0]["session"]["output_modalities"] == ["text"]
+
+
+async def test_a_tool_call_and_its_continuation(
+    server: FakeRealtimeServer, make_llm: Callable[..., OpenAIRealtimeLLM]
+) -> None:
+    server.push(fr.call("get_weather", city="Oslo"), fr.text("It is sunny in Oslo."))
+    llm = make_llm()
+    seen: list[tuple[str, bool]] = []
+    server.probe = lambda e: seen.append((e["type"], llm.background_work_running))
+    changes: list[bool] = []
+    llm.add_background_work_listener(changes.append)
+    assert llm.background_work_running is False
+    session: Session[Any] = Session(llm, tools=[get_weather])
+    await session.start(Agent("Help."))
+    result = await session.run(user_input="weather in Oslo?", timeout=WAIT)
+    result.expect.next_event().is_function_call(name="get_weather", arguments={"city": "Oslo"})
+    result.expect.next_event().is_function_call_output(output="Sunny in Oslo.")
+    result.expect.next_event().is_message(role="assistant", content="It is sunny in Oslo.")
+    await session.aclose()
+
+    assert server.errors == []
+    creates = server.sent("response.create")
+    assert len(creates) == 2
+    assert creates[0]["response"]["tools"][0]["name"] == "get_weather"
+    assert [i["type"] for i in server.conversation] == [
+        "message",
+        "function_call",
+        "function_call_output",
+        "message",
+    ]
+    (output,) = [i for i in created(server) if i["type"] == "function_call_output"]
+    assert output["output"] == "Sunny in Oslo."
+    assert server.sent("conversation.item.delete") == []  # the server's items were kept
+    # Catalog 132: busy from the first response.create; still busy while the call is
+    # open, when its output goes and the continuation is asked for; idle at the end.
+    assert seen[0] == ("session.update", False)
+    assert [busy for kind, busy in seen if kind == "response.create"] == [True, True]
+    assert [busy for kind, busy in seen if kind == "conversation.item.create"][1:] == [True]
+    assert llm.background_work_running is False
+
+
+async def test_silent_and_spoken_background_updates(
+    server: FakeRealtimeServer, make_llm: Callable[..., OpenAIRealtimeLLM]
+) -> None:
+    go_silent, go_spoken = asyncio.Event(), asyncio.Event()
+
+    @background("coder", description="Writes code in the repository.")
+    async def coder(ctx: BackgroundContext) -> None:
+        async for task in ctx.messages():
+            async with ctx.turn():
+                await go_silent.wait()
+                await ctx.send(f"started: {task}", silent=True)
+                await go_spoken.wait()
+                await ctx.send(f"finished: {task}")
+
+    server.push(
+        fr.call("backline_send", background_session_id="coder", content="fix the login"),
+        fr.text("I asked the coder."),
+        fr.text("The login is fixed."),
+    )
+    llm = make_llm()
+    session: Session[Any] = Session(llm, background=[coder])
+    rec = Recorder(session)
+    spoken = asyncio.Event()
+    session.on("background_reply", lambda e: spoken.set() if e.status == "completed" else None)
+    await session.start(Agent("You front a coding agent."))
+    await session.run(user_input="fix the login", timeout=WAIT)
+    assert len(server.sent("response.create")) == 2  # the tool call, its continuation
+    noted = asyncio.Event()
+    session.on("background_message", lambda e: noted.set())
+    go_silent.set()
+    await asyncio.wait_for(noted.wait(), WAIT)
+    assert await session.wait_for_idle(timeout=WAIT)
+    go_spoken.set()
+    await asyncio.wait_for(spoken.wait(), WAIT)
+    assert await session.wait_for_idle(timeout=WAIT)
+    await session.aclose()
+
+    assert server.errors == []
+    assert [e.content for e in rec.of("background_message")] == [
+        "started: fix the login",
+        "finished: fix the login",
+    ]
+    # The silent note asked for no response: it reached the server as an item with the
+    # next sync, before the spoken update's item and its one response.create.
+    tail = [(e["type"], json_text(e.get("item") or {})) for e in server.received[-3:]]
+    assert [kind for kind, _ in tail] == [
+        "conversation.item.create",
+        "conversation.item.create",
+        "response.create",
+    ]
+    assert "started: fix the login" in tail[0][1]
+    assert "finished: fix the login" in tail[1][1]
+    assert len(server.sent("response.create")) == 3
+    assert server.conversation[-1]["content"][0]["text"] == "The login is fixed."
+
+
+async def drain(llm: OpenAIRealtimeLLM, ctx: ChatContext) -> None:
+    async with llm.chat(ctx) as stream:
+        async for _ in stream:
+            pass
+
+
+def json_text(item: dict[str, Any]) -> str:
+    return " ".join(str(c.get("text", "")) for c in item.get("content") or ())
+
+
+async def test_barge_in_cancels_and_the_next_sync_replaces_the_reply(
+    server: FakeRealtimeServer, make_llm: Callable[..., OpenAIRealtimeLLM]
+) -> None:
+    release = asyncio.Event()
+    server.push([("text", "Once upon a time"), ("wait", release)], fr.text("Sure."))
+    server.hold_cancel = asyncio.Event()  # the cancelled response ends when told
+    llm = make_llm()
+    session: Session[Any] = Session(llm, user_away_timeout=5.0)
+    rec = Recorder(session)
+    await session.start(Agent("Tell stories."))
+    speaking = asyncio.Event()
+    session.on("agent_state_changed", lambda e: speaking.set() if e.new == "speaking" else None)
+    session.push_user_turn("a story")
+    await asyncio.wait_for(speaking.wait(), WAIT)
+    idle = asyncio.Event()
+    session.on("agent_state_changed", lambda e: idle.set() if e.new == "listening" else None)
+    session.interrupt()
+    await asyncio.wait_for(server.cancelled.wait(), WAIT)
+    assert server.sent("response.cancel")
+    # The server still works on the cancelled response: the model is busy, and the
+    # away timer holds while both are listening (catalog 130, on the virtual clock).
+    await asyncio.wait_for(idle.wait(), WAIT)
+    assert llm.background_work_running
+    with virtual_clock():
+        await asyncio.sleep(15.0)
+    assert session.user_state == "listening"
+    assert "away" not in rec.user_states
+    server.hold_cancel.set()
+    settled = asyncio.Event()
+    llm.add_background_work_listener(lambda busy: settled.set() if not busy else None)
+    await asyncio.wait_for(settled.wait(), WAIT)
+
+    result = await session.run(user_input="another one", timeout=WAIT)
+    result.expect.contains_message(role="assistant", content="Sure.")
+    await session.aclose()
+
+    assert server.errors == []
+    # The server kept more than was shown ("... and more"); the next sync deleted it and
+    # created the reply as the runtime holds it (what was heard).
+    (deleted,) = server.sent("conversation.item.delete")
+    kept = [i for i in server.conversation if i.get("role") == "assistant"]
+    assert deleted["item_id"] not in [i["id"] for i in server.conversation]
+    first = kept[0]["content"][0]["text"]
+    assert first.startswith("Once") and "and more" not in first
+    assert [i["role"] for i in server.conversation if i["type"] == "message"] == [
+        "user",
+        "assistant",
+        "user",
+        "assistant",
+    ]
+
+
+async def test_a_dropped_socket_fails_clearly_and_the_next_call_reconnects(
+    server: FakeRealtimeServer, make_llm: Callable[..., OpenAIRealtimeLLM]
+) -> None:
+    server.push([("text", "Hel"), ("drop",)], fr.text("Hello again."))
+    llm = make_llm()
+    ctx = ChatContext()
+    ctx.add_message(role="user", content="hi")
+    with pytest.raises(LLMError, match="connection") as raised:
+        await asyncio.wait_for(drain(llm, ctx), WAIT)
+    assert "reconnects" in str(raised.value)
+    assert llm.background_work_running is False
+    ctx.add_message(role="user", content="are you there?")
+    async with llm.chat(ctx) as stream:
+        texts = [c.text async for c in stream if isinstance(c, TextDelta)]
+    assert "".join(texts) == "Hello again."
+    assert (server.connections, llm.connects) == (2, 2)
+    # The new session got the whole conversation again.
+    assert [json_text(i) for i in server.conversation if i.get("role") == "user"] == [
+        "hi",
+        "are you there?",
+    ]
+
+
+async def test_no_server_is_one_clear_error(unused_tcp_port: int) -> None:
+    llm = OpenAIRealtimeLLM(
+        base_url=f"http://127.0.0.1:{unused_tcp_port}/v1", api_key="k", connect_timeout=5.0
+    )
+    ctx = ChatContext()
+    ctx.add_message(role="user", content="hi")
+    with pytest.raises(LLMError, match="Could not open OpenAI Realtime"):
+        await asyncio.wait_for(drain(llm, ctx), WAIT)
+    await llm.aclose()
+
+
+def test_the_url_and_the_key() -> None:
+    llm = OpenAIRealtimeLLM(api_key="k")
+    assert llm.url == "wss://api.openai.com/v1/realtime?model=gpt-realtime"
+    assert llm.realtime is llm
+    missing = OpenAIRealtimeLLM()
+    assert missing.missing_key is not None and "OPENAI_API_KEY" in missing.missing_key
