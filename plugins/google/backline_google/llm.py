@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import logging
+import math
 import os
 import re
 import sys
@@ -131,6 +132,10 @@ class GeminiLLM:
             options = types.HttpOptions(base_url=self._url, httpx_async_client=self._http)
             if timeout is not None:
                 options.timeout = max(1, round(timeout * 1000))  # milliseconds
+            if response_timeout is not None:
+                # google-genai would ask the server to finish within ``timeout`` (the
+                # header's default); the whole response has response_timeout.
+                options.headers = {"X-Server-Timeout": str(math.ceil(response_timeout))}
             self._client = genai.Client(
                 api_key=key or "unused", vertexai=False, http_options=options
             )

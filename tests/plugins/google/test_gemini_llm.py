@@ -90,6 +90,7 @@ async def test_a_text_turn_in_a_session(
     (request,) = gemini_server.requests
     assert request.path == "/v1/models/gemini-test:streamGenerateContent?alt=sse"
     assert request.headers["x-goog-api-key"] == TEST_KEY
+    assert request.headers["x-server-timeout"] == "180"  # the response deadline
     body = request.body
     assert body["systemInstruction"]["parts"][0]["text"].startswith("You are a concise")
     assert body["contents"] == [{"role": "user", "parts": [{"text": "hello"}]}]
