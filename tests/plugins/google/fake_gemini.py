@@ -80,6 +80,7 @@ class GeminiResponse:
     headers: dict[str, str] = field(default_factory=dict)
     stream_error: int | None = None  # an error event inside the stream, after the text
     cut: bool = False  # end the stream without a finishReason
+    malformed: bool = False  # after the text, a data line that is not JSON
     block_reason: str | None = None  # promptFeedback.blockReason, no candidates
 
     def error_body(self) -> dict[str, Any]:
@@ -165,6 +166,11 @@ def stream_error(
 def cut_stream(content: str = "") -> GeminiResponse:
     """A stream that sends ``content`` and ends without a ``finishReason``."""
     return GeminiResponse(text=content, cut=True)
+
+
+def malformed_stream(content: str = "") -> GeminiResponse:
+    """A stream that sends ``content`` and then a ``data:`` line that is not JSON."""
+    return GeminiResponse(text=content, malformed=True)
 
 
 def blocked(reason: str = "SAFETY") -> GeminiResponse:
@@ -510,8 +516,10 @@ class FakeGeminiServer:
         if response.stream_error is not None:
             events = [(pace if i else 0.0, event(p)) for i, p in enumerate(pieces)]
             return [*events, (pace, _sse(response.error_body()))]
-        if response.cut:
-            return [(pace if i else 0.0, event(p)) for i, p in enumerate(pieces)]
+        if response.cut or response.malformed:
+            events = [(pace if i else 0.0, event(p)) for i, p in enumerate(pieces)]
+            broken = b'data: {"candidates": [{"content":\r\n\r\n'
+            return [*events, (pace, broken)] if response.malformed else events
         if not pieces:
             pieces = [[{"text": ""}]]
         for i, piece in enumerate(pieces):

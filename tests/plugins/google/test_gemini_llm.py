@@ -273,6 +273,16 @@ async def test_a_cut_stream_is_retried(
     assert "ended before a finishReason" in caplog.text
 
 
+async def test_an_unreadable_event_is_retried(
+    gemini_server: FakeGeminiServer, make_gemini_llm: MakeLLM, caplog: pytest.LogCaptureFixture
+) -> None:
+    gemini_server.push(fg.malformed_stream(), "readable")
+    with caplog.at_level(logging.WARNING, logger="backline_google.llm"):
+        chunks = await collect(make_gemini_llm(), user("hi"))
+    assert chunks[0] == TextDelta("readable")
+    assert "could not be read" in caplog.text
+
+
 # -- errors --------------------------------------------------------------------------------
 
 
