@@ -68,10 +68,7 @@ def base_url(given: str | None = None) -> str:
 def key_hint(name: str | None) -> str:
     """What to do about a rejected key (never the key itself)."""
     var = name or KEY_ENVS[0]
-    return (
-        f"{var} is missing or wrong: set it (export {var}=...; keys are made at "
-        f"https://aistudio.google.com/apikey) or store it with `backline keys set {var}`"
-    )
+    return f"{var} is missing or wrong: set it (export {var}=...) or `backline keys set {var}`"
 
 
 def missing_key_message(url: str) -> str:
