@@ -88,7 +88,7 @@ def register_llms(register: RegisterLLM) -> None:
         "openai-realtime",
         openai_realtime_llm,
         description=REALTIME_DESCRIPTION,
-        models=("gpt-realtime",),
+        models=("gpt-realtime", "gpt-realtime-mini"),
         default_model="gpt-realtime",
     )
 
