@@ -51,6 +51,7 @@ class FakeRealtimeServer:
         self.probe: Callable[[dict[str, Any]], None] | None = None  # called per event
         self.cancelled = asyncio.Event()
         self.hold_cancel: asyncio.Event | None = None  # a cancel's response.done waits on it
+        self.refuse_next: str | None = None  # the next response.create gets this error
         self._server: Server | None = None
         self._ids = itertools.count(1)
         self._response: asyncio.Task[None] | None = None
@@ -137,6 +138,20 @@ class FakeRealtimeServer:
             self.conversation.pop(ids.index(event["item_id"]))
             await self._emit(ws, {"type": "conversation.item.deleted", "item_id": event["item_id"]})
         elif kind == "response.create":
+            if self.refuse_next is not None:
+                message, self.refuse_next = self.refuse_next, None
+                await self._emit(
+                    ws,
+                    {
+                        "type": "error",
+                        "error": {
+                            "type": "invalid_request_error",
+                            "code": "invalid_request",
+                            "message": message,
+                        },
+                    },
+                )
+                return
             if self._response is not None and not self._response.done():
                 await self._error(ws, "conversation_already_has_active_response", "busy")
                 return

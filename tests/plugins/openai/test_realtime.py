@@ -12,7 +12,14 @@ import pytest
 from backline_openai.realtime import OpenAIRealtimeLLM
 
 from backline import Agent, BackgroundContext, LLMMetrics, Session, background, function_tool
-from backline.llm import ChatContext, LLMError, TextDelta, Usage
+from backline.llm import (
+    ChatContext,
+    LLMError,
+    LLMTimeoutError,
+    TextDelta,
+    ToolCallChunk,
+    Usage,
+)
 from backline.testing.clock import virtual_clock
 from tests.conftest import Recorder
 from tests.plugins.openai import fake_realtime as fr
@@ -307,3 +314,93 @@ def test_the_url_and_the_key() -> None:
     assert llm.realtime is llm
     missing = OpenAIRealtimeLLM()
     assert missing.missing_key is not None and "OPENAI_API_KEY" in missing.missing_key
+
+
+async def test_a_handoff_reuses_the_session_with_the_new_agents_context(
+    server: FakeRealtimeServer, make_llm: Callable[..., OpenAIRealtimeLLM]
+) -> None:
+    class Billing(Agent):
+        def __init__(self) -> None:
+            super().__init__("You handle billing.")
+
+        async def on_enter(self) -> None:
+            self.session.generate_reply(instructions="greet")
+
+    class Front(Agent):
+        def __init__(self) -> None:
+            super().__init__("You are the front desk.")
+
+        @function_tool
+        async def to_billing(self) -> tuple[str, Agent]:
+            """Transfer to billing."""
+            return "transferring", Billing()
+
+    server.push(fr.text("One moment.") + fr.call("to_billing"), fr.text("Billing here."))
+    llm = make_llm()
+    listeners: list[int] = []
+    server.probe = lambda e: listeners.append(len(llm._listeners))
+    session: Session[Any] = Session(llm)
+    await session.start(Front())
+    result = await session.run(user_input="billing please", timeout=WAIT)
+    result.expect.contains_message(role="assistant", content="Billing here.")
+    assert type(session.current_agent) is Billing
+    assert len(llm._listeners) == 1  # the new agent's activity holds the one listener
+    await session.aclose()
+    assert llm._listeners == []
+
+    assert server.errors == []
+    assert server.connections == 1  # the same session, reused
+    first, second = server.sent("response.create")
+    assert first["response"]["instructions"] == "You are the front desk."
+    assert "You handle billing." in second["response"]["instructions"]
+    assert "to_billing" not in [t["name"] for t in second["response"]["tools"]]
+    # What the server holds is what the new agent's context says.
+    assert server.conversation[-1]["content"][0]["text"] == "Billing here."
+
+
+async def test_a_refused_request_is_one_clear_error(
+    server: FakeRealtimeServer, make_llm: Callable[..., OpenAIRealtimeLLM]
+) -> None:
+    llm = make_llm()
+    ctx = ChatContext()
+    ctx.add_message(role="user", content="hi")
+    server.refuse_next = "the model is not available to this project"
+    with pytest.raises(LLMError, match="invalid_request: the model is not available"):
+        await asyncio.wait_for(drain(llm, ctx), WAIT)
+    assert llm.background_work_running is False
+    server.push(fr.text("fine"))  # the session goes on
+    async with llm.chat(ctx) as stream:
+        assert "".join([c.text async for c in stream if isinstance(c, TextDelta)]) == "fine"
+    assert server.connections == 1
+
+
+async def test_no_first_token_in_time_is_a_timeout(
+    server: FakeRealtimeServer, make_llm: Callable[..., OpenAIRealtimeLLM]
+) -> None:
+    hold = asyncio.Event()
+    server.push([("wait", hold)])
+    llm = make_llm(first_token_timeout=0.2, settle_timeout=5.0)
+    ctx = ChatContext()
+    ctx.add_message(role="user", content="hi")
+    with pytest.raises(LLMTimeoutError, match="first_token_timeout"):
+        await asyncio.wait_for(drain(llm, ctx), WAIT)
+    await asyncio.wait_for(server.cancelled.wait(), WAIT)  # the response was cancelled
+    hold.set()
+
+
+async def test_a_cancelled_responses_calls_are_not_left_open(
+    server: FakeRealtimeServer, make_llm: Callable[..., OpenAIRealtimeLLM]
+) -> None:
+    hold = asyncio.Event()
+    server.push([*fr.call("get_weather", city="Oslo"), ("wait", hold)])
+    llm = make_llm()
+    ctx = ChatContext()
+    ctx.add_message(role="user", content="weather?")
+    stream = llm.chat(ctx, tools=[get_weather])
+    assert isinstance(await anext(stream), ToolCallChunk)
+    await stream.aclose()  # a barge-in: the runtime runs none of its calls
+    await asyncio.wait_for(server.cancelled.wait(), WAIT)
+    settled = asyncio.Event()
+    llm.add_background_work_listener(lambda busy: settled.set() if not busy else None)
+    await asyncio.wait_for(settled.wait(), WAIT)  # the cancelled response's done ends it
+    assert llm.background_work_running is False
