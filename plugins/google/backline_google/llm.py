@@ -76,9 +76,13 @@ class GeminiLLM:
     with exponential backoff (``retry_base_delay`` doubling, capped at
     ``retry_max_delay``; a longer ``retry-after`` or ``RetryInfo`` delay is honoured up
     to the cap), only while nothing has been yielded. ``timeout`` bounds each network
-    wait. Like every adapter, a request's first output must come within
-    ``first_token_timeout`` and its whole response within ``response_timeout``
-    (``Limits``' defaults; ``None`` turns one off): ``LLMTimeoutError`` otherwise.
+    wait. ``thinking_budget`` (tokens; ``0`` turns thinking off where the model allows
+    it) and ``thinking_level`` (``"minimal"``, ``"low"``, ``"medium"``, ``"high"``, on
+    models that take a level) are sent as the ``thinking_config`` when given (a voice
+    agent waits for the thinking before the first word). Like every adapter, a
+    request's first output must come within ``first_token_timeout`` and its whole
+    response within ``response_timeout`` (``Limits``' defaults; ``None`` turns one
+    off): ``LLMTimeoutError`` otherwise.
     ``client=`` uses a ``genai.Client`` of yours instead (its retries are not used;
     ``aclose`` leaves it open).
     """
@@ -90,6 +94,8 @@ class GeminiLLM:
         api_key: str | None = None,
         base_url: str | None = None,
         max_tokens: int | None = None,
+        thinking_budget: int | None = None,
+        thinking_level: str | None = None,
         max_retries: int = 3,
         retry_base_delay: float = 0.5,
         retry_max_delay: float = 8.0,
@@ -111,6 +117,12 @@ class GeminiLLM:
             raise ValueError("pass either client= or api_key=/base_url=, not both")
         self._model = model or os.environ.get(MODEL_ENV) or DEFAULT_MODEL
         self._max_tokens = max_tokens
+        thinking: dict[str, Any] = {}
+        if thinking_budget is not None:
+            thinking["thinking_budget"] = thinking_budget
+        if thinking_level is not None:
+            thinking["thinking_level"] = thinking_level.upper()
+        self._thinking = thinking
         self._timeout = timeout
         self._missing_key: str | None = None
         self._key_name: str | None = None
@@ -221,6 +233,8 @@ class GeminiLLM:
             config["system_instruction"] = system
         if self._max_tokens is not None:
             config["max_output_tokens"] = self._max_tokens
+        if self._thinking:
+            config["thinking_config"] = self._thinking
         if tools:
             config["tools"] = convert_tools(tools)
         choice = convert_tool_choice(tool_choice, tools)

@@ -263,6 +263,22 @@ async def test_max_tokens_thoughts_and_usage(
     assert gemini_server.requests[0].body["generationConfig"] == {"maxOutputTokens": 64}
 
 
+@pytest.mark.parametrize(
+    ("options", "sent"),
+    [
+        # google-genai sends these fields in snake case (proto JSON reads both spellings)
+        ({"thinking_budget": 0}, {"thinking_budget": 0}),
+        ({"thinking_level": "low"}, {"thinking_level": "LOW"}),
+    ],
+)
+async def test_thinking_settings(
+    gemini_server: FakeGeminiServer, make_gemini_llm: MakeLLM, options: Any, sent: Any
+) -> None:
+    gemini_server.push("ok")
+    await collect(make_gemini_llm(**options), user("hi"))
+    assert gemini_server.requests[0].body["generationConfig"] == {"thinkingConfig": sent}
+
+
 async def test_a_cut_stream_is_retried(
     gemini_server: FakeGeminiServer, make_gemini_llm: MakeLLM, caplog: pytest.LogCaptureFixture
 ) -> None:
