@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import itertools
 import json
 import logging
 from collections.abc import AsyncGenerator, Callable, Sequence
@@ -61,6 +62,7 @@ DEFAULT_REALTIME_MODEL = "gpt-realtime"
 """The model when none is named (``-m`` / ``model=``)."""
 
 _END = object()  # the response ended (response.done)
+_REMEMBERED_EVENTS = 256  # client events whose errors can still be attributed
 
 
 class _Response:
@@ -133,6 +135,8 @@ class OpenAIRealtimeLLM:
         self._busy = False
         self._closed = False
         self.connects = 0  # how many sockets were opened (a reconnect adds one)
+        self._event_ids = itertools.count(1)
+        self._sent: dict[str, tuple[str, str]] = {}  # event_id -> (type, item id), recent
 
     # -- properties -------------------------------------------------------------
     @property
@@ -242,16 +246,39 @@ class OpenAIRealtimeLLM:
         except LLMError:
             await self._drop(ws)
             raise
-        except (OSError, Exception) as e:
+        except Exception as e:
             await self._drop(ws)
-            raise LLMError(
-                f"Could not open OpenAI Realtime at {self.url}: {e!r} — is the server running, "
-                "and is --base-url (OPENAI_BASE_URL) right?",
-                retryable=True,
-            ) from e
+            raise self._open_failure(e) from e
         finally:
             self._configured = None  # only a connect in progress waits on it
         return ws
+
+    def _open_failure(self, e: Exception) -> LLMError:
+        """What a failed handshake or connection says (never the key)."""
+        status = getattr(getattr(e, "response", None), "status_code", None)
+        where = f"OpenAI Realtime at {self.url}"
+        if not isinstance(status, int):
+            return LLMError(
+                f"Could not open {where}: {e!r} — is the server running, and is --base-url "
+                "(OPENAI_BASE_URL) right?",
+                retryable=True,
+            )
+        if status == 401:
+            hint = self._endpoint.key_hint()
+            return LLMError(f"{where}: the API key was rejected (HTTP 401) — {hint}", status=401)
+        if status == 403:
+            message = f"{where}: HTTP 403 (the API key may not have access to realtime models)"
+            return LLMError(message, status=403)
+        if status == 404:
+            return LLMError(
+                f"{where}: not found (HTTP 404) — check -m MODEL ({self._model!r}) and "
+                "--base-url (the socket is <base-url>/realtime; the base URL usually ends in /v1)",
+                status=404,
+            )
+        retryable = status in (408, 409, 429) or status >= 500
+        return LLMError(
+            f"{where} refused the connection: HTTP {status}", retryable=retryable, status=status
+        )
 
     async def _drop(self, ws: ClientConnection | None) -> None:
         if ws is not None and self._ws is ws:
@@ -260,10 +287,15 @@ class OpenAIRealtimeLLM:
             with contextlib.suppress(Exception):
                 await asyncio.wait_for(ws.close(), 1.0)
 
-    async def _send(self, event: dict[str, Any]) -> None:
+    async def _send(self, event: dict[str, Any], item_id: str = "") -> None:
         ws = self._ws
         if ws is None:
             raise LLMError(f"OpenAI Realtime at {self.url}: the connection is closed")
+        # An error names the client event that caused it: remember what each one was.
+        event_id = event["event_id"] = f"bl_evt_{next(self._event_ids)}"
+        self._sent[event_id] = (str(event["type"]), item_id)
+        if len(self._sent) > _REMEMBERED_EVENTS:
+            del self._sent[next(iter(self._sent))]
         try:
             await asyncio.wait_for(ws.send(json.dumps(event)), self._connect_timeout)
         except (TimeoutError, OSError, Exception) as e:
@@ -372,6 +404,13 @@ class OpenAIRealtimeLLM:
         if self._configured is not None and not self._configured.done():
             self._configured.set_exception(LLMError(f"OpenAI Realtime session error: {message}"))
             return
+        cause, item_id = self._sent.get(str(error.get("event_id") or ""), ("", ""))
+        if cause == "conversation.item.create":
+            # The server does not hold it: the next sync sends it again.
+            self._held = [(i, sig) for i, sig in self._held if i != item_id]
+            return
+        if cause in ("conversation.item.delete", "response.cancel"):
+            return  # already gone
         if response is not None and not self._running:
             # The request was refused (a bad item, a bad response.create): no response comes.
             self._pending_create = False
@@ -417,7 +456,14 @@ class OpenAIRealtimeLLM:
             response = self._response = _Response()
             self._pending_create = True
             self._set_idle()
-            await self._send({"type": "response.create", "response": create})
+            try:
+                await self._send({"type": "response.create", "response": create})
+            except LLMError:
+                if self._response is response:
+                    self._response = None
+                self._pending_create = False
+                self._set_idle()
+                raise
             ttft: float | None = None
             try:
                 while True:
@@ -486,16 +532,27 @@ class OpenAIRealtimeLLM:
             ) from None
 
     async def _sync(self, wanted: list[Any]) -> None:
+        try:
+            await self._send_sync(wanted)
+        except LLMError:
+            # Half a sync leaves what the server holds unknown: start again on a new
+            # session at the next request (it sends the whole conversation).
+            await self._drop(self._ws)
+            self._lost(LLMError(f"OpenAI Realtime at {self.url}: a sync failed"))
+            raise
+
+    async def _send_sync(self, wanted: list[Any]) -> None:
         plan = plan_sync(self._held, wanted)
         for item_id in plan.delete:
-            await self._send({"type": "conversation.item.delete", "item_id": item_id})
+            await self._send({"type": "conversation.item.delete", "item_id": item_id}, item_id)
         del self._held[plan.keep :]
         for item in plan.create:
             item_id = new_item_id()
-            await self._send(
-                {"type": "conversation.item.create", "item": {"id": item_id, **item.body}}
-            )
             self._held.append((item_id, item.signature))
+            await self._send(
+                {"type": "conversation.item.create", "item": {"id": item_id, **item.body}},
+                item_id,
+            )
             if item.body["type"] == "function_call_output":
                 self._open_calls.discard(item.body["call_id"])
         # A call the runtime no longer has is not open either.

@@ -29,6 +29,7 @@ from collections.abc import Callable
 from typing import Any
 
 from websockets.asyncio.server import Server, ServerConnection, serve
+from websockets.http11 import Request, Response
 
 Part = tuple[Any, ...]
 
@@ -52,13 +53,18 @@ class FakeRealtimeServer:
         self.cancelled = asyncio.Event()
         self.hold_cancel: asyncio.Event | None = None  # a cancel's response.done waits on it
         self.refuse_next: str | None = None  # the next response.create gets this error
+        self.reject_status: int | None = None  # refuse the handshake with this status
+        self.headers: list[dict[str, str]] = []  # each handshake's request headers
+        self.paths: list[str] = []  # and its path (with the query)
         self._server: Server | None = None
         self._ids = itertools.count(1)
         self._response: asyncio.Task[None] | None = None
         self._cancel = asyncio.Event()
 
     async def __aenter__(self) -> FakeRealtimeServer:
-        self._server = await serve(self._serve, "127.0.0.1", 0, ping_interval=None)
+        self._server = await serve(
+            self._serve, "127.0.0.1", 0, ping_interval=None, process_request=self._handshake
+        )
         return self
 
     async def __aexit__(self, *exc: object) -> None:
@@ -69,6 +75,13 @@ class FakeRealtimeServer:
         assert self._server is not None
         self._server.close()
         await asyncio.wait_for(self._server.wait_closed(), 5)
+
+    def _handshake(self, ws: ServerConnection, request: Request) -> Response | None:
+        self.headers.append({k.lower(): v for k, v in request.headers.raw_items()})
+        self.paths.append(request.path)
+        if self.reject_status is None:
+            return None
+        return ws.respond(self.reject_status, '{"error": {"message": "rejected"}}\n')
 
     @property
     def url(self) -> str:

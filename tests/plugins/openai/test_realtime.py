@@ -404,3 +404,40 @@ async def test_a_cancelled_responses_calls_are_not_left_open(
     llm.add_background_work_listener(lambda busy: settled.set() if not busy else None)
     await asyncio.wait_for(settled.wait(), WAIT)  # the cancelled response's done ends it
     assert llm.background_work_running is False
+
+
+async def test_the_handshake_carries_the_model_and_the_key(
+    server: FakeRealtimeServer, make_llm: Callable[..., OpenAIRealtimeLLM]
+) -> None:
+    server.push(fr.text("ok"))
+    llm = make_llm(model="gpt-realtime-mini", api_key="sk-secret")
+    ctx = ChatContext()
+    ctx.add_message(role="user", content="hi")
+    await asyncio.wait_for(drain(llm, ctx), WAIT)
+    assert server.paths == ["/v1/realtime?model=gpt-realtime-mini"]
+    assert server.headers[0]["authorization"] == "Bearer sk-secret"
+
+
+@pytest.mark.parametrize(
+    ("status", "says"),
+    [
+        (401, "the API key was rejected \\(HTTP 401\\) — OPENAI_API_KEY is missing or wrong"),
+        (404, "not found \\(HTTP 404\\) — check -m MODEL"),
+        (503, "refused the connection: HTTP 503"),
+    ],
+)
+async def test_a_refused_handshake_says_what_to_do(
+    server: FakeRealtimeServer,
+    make_llm: Callable[..., OpenAIRealtimeLLM],
+    status: int,
+    says: str,
+) -> None:
+    server.reject_status = status
+    llm = make_llm(api_key="sk-secret")
+    ctx = ChatContext()
+    ctx.add_message(role="user", content="hi")
+    with pytest.raises(LLMError, match=says) as raised:
+        await asyncio.wait_for(drain(llm, ctx), WAIT)
+    assert "sk-secret" not in str(raised.value)
+    assert raised.value.status == status
+    assert raised.value.retryable == (status == 503)
