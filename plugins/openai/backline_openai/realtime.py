@@ -406,8 +406,10 @@ class OpenAIRealtimeLLM:
             return
         cause, item_id = self._sent.get(str(error.get("event_id") or ""), ("", ""))
         if cause == "conversation.item.create":
-            # The server does not hold it: the next sync sends it again.
-            self._held = [(i, sig) for i, sig in self._held if i != item_id]
+            # The model will not see that item (warned above). It is not sent again:
+            # a refused item would be refused at every sync, and the items after it
+            # deleted and created again each time.
+            log.warning("OpenAI Realtime refused the item %s; the model does not see it", item_id)
             return
         if cause in ("conversation.item.delete", "response.cancel"):
             return  # already gone

@@ -53,6 +53,7 @@ class FakeRealtimeServer:
         self.cancelled = asyncio.Event()
         self.hold_cancel: asyncio.Event | None = None  # a cancel's response.done waits on it
         self.refuse_next: str | None = None  # the next response.create gets this error
+        self.refuse_text: str | None = None  # a message item with this text is refused
         self.reject_status: int | None = None  # refuse the handshake with this status
         self.headers: list[dict[str, str]] = []  # each handshake's request headers
         self.paths: list[str] = []  # and its path (with the query)
@@ -119,9 +120,17 @@ class FakeRealtimeServer:
         event.setdefault("event_id", self._id("event"))
         await ws.send(json.dumps(event))
 
-    async def _error(self, ws: ServerConnection, code: str, message: str) -> None:
+    async def _error(
+        self,
+        ws: ServerConnection,
+        code: str,
+        message: str,
+        cause: dict[str, Any] | None = None,
+    ) -> None:
         self.errors.append(f"{code}: {message}")
         error = {"type": "invalid_request_error", "code": code, "message": message}
+        if cause is not None and cause.get("event_id"):
+            error["event_id"] = cause["event_id"]  # the client event that caused it
         await self._emit(ws, {"type": "error", "error": error})
 
     async def _handle(self, ws: ServerConnection, event: dict[str, Any]) -> None:
@@ -131,6 +140,11 @@ class FakeRealtimeServer:
             await self._emit(ws, {"type": "session.updated", "session": session})
         elif kind == "conversation.item.create":
             item = dict(event["item"])
+            if self.refuse_text and any(
+                self.refuse_text in str(c.get("text")) for c in item.get("content") or ()
+            ):
+                await self._error(ws, "invalid_value", "this item is refused", event)
+                return
             if item["type"] == "function_call_output" and not any(
                 i.get("call_id") == item["call_id"] and i["type"] == "function_call"
                 for i in self.conversation

@@ -441,3 +441,27 @@ async def test_a_refused_handshake_says_what_to_do(
     assert "sk-secret" not in str(raised.value)
     assert raised.value.status == status
     assert raised.value.retryable == (status == 503)
+
+
+async def test_a_refused_item_is_warned_about_and_not_sent_again(
+    server: FakeRealtimeServer,
+    make_llm: Callable[..., OpenAIRealtimeLLM],
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    server.refuse_text = "forbidden"
+    server.push(fr.text("Answered anyway."), fr.text("Next."))
+    llm = make_llm()
+    ctx = ChatContext()
+    ctx.add_message(role="user", content="something forbidden")
+    async with llm.chat(ctx) as stream:
+        texts = [c.text async for c in stream if isinstance(c, TextDelta)]
+    assert "".join(texts) == "Answered anyway."
+    assert server.errors == ["invalid_value: this item is refused"]
+    assert "the model does not see it" in caplog.text
+    ctx.add_message(role="assistant", content="Answered anyway.")
+    ctx.add_message(role="user", content="next")
+    async with llm.chat(ctx) as stream:
+        assert [c async for c in stream]
+    sent = [json_text(i) for i in created(server)]
+    assert sent == ["something forbidden", "next"]  # neither re-sent nor shuffled
+    assert server.sent("conversation.item.delete") == []
