@@ -465,3 +465,38 @@ async def test_a_refused_item_is_warned_about_and_not_sent_again(
     sent = [json_text(i) for i in created(server)]
     assert sent == ["something forbidden", "next"]  # neither re-sent nor shuffled
     assert server.sent("conversation.item.delete") == []
+
+
+async def test_a_slow_tool_keeps_the_agent_thinking_and_the_user_present(
+    server: FakeRealtimeServer, make_llm: Callable[..., OpenAIRealtimeLLM]
+) -> None:
+    """Catalog 119 and 122 through the realtime model: the agent is "thinking" while
+    the tool runs, and the user is not marked away meanwhile (on the virtual clock);
+    the continuation is spoken, then "listening"."""
+    release, started = asyncio.Event(), asyncio.Event()
+
+    @function_tool
+    async def build() -> str:
+        """Build the project."""
+        started.set()
+        await release.wait()
+        return "built"
+
+    server.push(fr.call("build"), fr.text("The build is done."))
+    llm = make_llm()
+    session: Session[Any] = Session(llm, tools=[build], user_away_timeout=5.0)
+    rec = Recorder(session)
+    await session.start(Agent("Help."))
+    session.push_user_turn("build it")
+    await asyncio.wait_for(started.wait(), WAIT)
+    assert session.agent_state == "thinking"
+    assert llm.background_work_running  # the call is open
+    with virtual_clock():
+        await asyncio.sleep(15.0)
+    assert session.user_state == "listening" and session.agent_state == "thinking"
+    release.set()
+    assert await session.wait_for_idle(timeout=WAIT)
+    await session.aclose()
+    assert rec.agent_states[-2:] == ["speaking", "listening"]
+    assert "away" not in rec.user_states
+    assert server.conversation[-1]["content"][0]["text"] == "The build is done."
