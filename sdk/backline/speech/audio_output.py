@@ -51,6 +51,9 @@ class AudioSink(Protocol):
         ...
 
 
+_EPSILON = 1e-6  # seconds: less than a sample at any rate
+
+
 class ClockSink:
     """Plays on the event loop's clock: a frame written at ``t`` while nothing is queued
     plays from ``t`` for its duration. ``on_frame(frame)`` sees every frame written
@@ -106,7 +109,7 @@ class ClockSink:
     async def drained(self) -> None:
         while True:
             left = max(self._busy_until, self._mixed_until) - self._now()
-            if left <= 0:
+            if left <= _EPSILON:  # (a float's last bits: a timer that short may never fire)
                 return
             changed = self._changed
             try:
