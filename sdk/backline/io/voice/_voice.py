@@ -223,6 +223,10 @@ class TerminalVoice:
                 if echo is not None:
                     frame = echo.process(frame)
                 self.input.push(self.listener.gate(frame))
+        except Exception as e:  # the device stopped: said once; typing goes on
+            logger.warning("the microphone stopped: %s", e, exc_info=e)
+            if self._emit is not None:
+                self._emit(f"[voice] the microphone stopped ({e}); you can still type\n")
         finally:
             self._done.set()
 
@@ -241,7 +245,8 @@ class TerminalVoice:
             self.input.end_utterance()  # the key let go: what was said is a turn now
         if state.moment in ("woke", "window closed"):
             rate = getattr(self._tts, "sample_rate", 24000)
-            self._sink.write(chime(rate, rising=state.moment == "woke"))
+            sound = chime(rate, rising=state.moment == "woke")
+            getattr(self._sink, "mix", self._sink.write)(sound)  # at once, over any reply
         if self._emit is not None and state.moment in ("woke", "window closed", "mode"):
             self._emit(f"[voice] {state.describe()}\n")
         if self._redraw is not None:
