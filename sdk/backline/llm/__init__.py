@@ -22,6 +22,7 @@ from .chat_context import (
 )
 from .llm import (
     LLM,
+    AudioDelta,
     ChatChunk,
     LLMError,
     LLMStream,
@@ -92,6 +93,7 @@ _KIT = {
 __all__ = [
     "LLM",
     "AgentHandoff",
+    "AudioDelta",
     "BrokenStream",
     "ChatChunk",
     "ChatContext",

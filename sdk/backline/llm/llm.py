@@ -28,6 +28,19 @@ class ToolCallChunk:
 
 
 @dataclass(frozen=True, slots=True)
+class AudioDelta:
+    """A piece of a spoken reply, from a model that speaks (a realtime model with audio
+    output): ``data`` is 16-bit signed little-endian mono PCM at ``sample_rate`` (may be
+    empty), ``transcript`` the text of what is said (may be empty). Such a model sends
+    these instead of ``TextDelta``: a front end that plays audio plays ``data``; one that
+    shows text shows ``transcript``."""
+
+    data: bytes
+    sample_rate: int
+    transcript: str = ""
+
+
+@dataclass(frozen=True, slots=True)
 class Usage:
     """Token usage of one request, and its time to first token in seconds."""
 
@@ -39,7 +52,7 @@ class Usage:
     stop_reason: str | None = None
 
 
-ChatChunk: TypeAlias = TextDelta | ToolCallChunk | Usage
+ChatChunk: TypeAlias = TextDelta | ToolCallChunk | AudioDelta | Usage
 
 
 class LLMError(Exception):

@@ -3,7 +3,8 @@
 It is a ``TextOutput``: the runtime writes the reply as it streams; each sentence is
 synthesized as soon as it is complete (the first audio plays before the reply's text
 is done) and its frames go to an ``AudioSink`` (a speaker, a file played in real time,
-a web page). When the reply is interrupted, synthesis stops, the sink drops what it
+a web page). A model that speaks itself (``AudioDelta``) is played as it is, without
+synthesis. When the reply is interrupted, synthesis stops, the sink drops what it
 queued, and the playout reported back holds only what was heard: whole sentences
 played, and the played share of the current one, cut at a word.
 
@@ -19,6 +20,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Protocol, runtime_checkable
 
+from ..llm.llm import AudioDelta
 from ..tasks import TaskScope
 from .frames import AudioFrame
 from .output import TextOutput
@@ -138,6 +140,7 @@ class SpeechOutput(TextOutput):
         self._queue: asyncio.Queue[str | None] | None = None
         self._worker: asyncio.Task[None] | None = None
         self._spoken: list[_Spoken] = []  # the sentences queued, and their audio so far
+        self._voiced: _Spoken | None = None  # a reply the model speaks itself
         self._start = 0.0  # the sink's played total when the segment's audio began
         self.first_audio_at: float | None = None  # loop time of the segment's first frame
         self._voices: dict[str, str] = {}  # speech id -> its voice, until it starts
@@ -155,10 +158,30 @@ class SpeechOutput(TextOutput):
         self._stop_worker()
         self._splitter = SentenceSplitter()
         self._spoken = []
+        self._voiced = None
         self._start = self.sink.played
         self.first_audio_at = None
         self._queue = asyncio.Queue()
         self._worker = self._scope.create_task(self._speak(self._queue, voice), name="speak")
+
+    def write_audio(self, delta: AudioDelta) -> None:
+        """The model speaks this reply itself: its audio plays as it comes (nothing is
+        synthesized) and its transcript is the segment's text, heard in proportion."""
+        if self._speech_id is None or self._queue is None:
+            return
+        voiced = self._voiced
+        if voiced is None:
+            voiced = self._voiced = _Spoken("")
+            self._spoken.append(voiced)
+        if delta.transcript:
+            self._parts.append(delta.transcript)
+            voiced.text += delta.transcript
+        if delta.data:
+            frame = AudioFrame(delta.data, delta.sample_rate)
+            if self.first_audio_at is None:
+                self.first_audio_at = asyncio.get_running_loop().time()
+            self.sink.write(frame)
+            voiced.seconds += frame.duration
 
     def on_text(self, text: str) -> None:
         if self._queue is not None:

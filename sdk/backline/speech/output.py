@@ -10,6 +10,8 @@ from __future__ import annotations
 import asyncio
 from dataclasses import dataclass
 
+from ..llm.llm import AudioDelta
+
 
 @dataclass(frozen=True)
 class PlayoutResult:
@@ -88,6 +90,13 @@ class TextOutput:
         self._parts.append(text)
         if self._text_hook:
             self.on_text(text)
+
+    def write_audio(self, delta: AudioDelta) -> None:
+        """A piece of a reply a model speaks itself (audio and its transcript). Default:
+        the transcript is written as text (``write``); the audio is not played.
+        ``SpeechOutput`` plays the audio instead of synthesizing the text."""
+        if delta.transcript:
+            self.write(delta.transcript)
 
     def flush(self) -> None:
         if self._speech_id is not None:

@@ -15,11 +15,13 @@ def llm_metrics(
     started: float,
     first: float | None,
     ended: float,
+    first_audio: float | None = None,
     usage: Usage | None,
     status: Literal["completed", "cancelled", "failed"],
 ) -> LLMMetrics:
-    """The event for a request sent at ``started``, first output at ``first``, ended at
-    ``ended`` (event-loop seconds)."""
+    """The event for a request sent at ``started``, first output at ``first``, first
+    audio at ``first_audio`` (a model that speaks), ended at ``ended`` (event-loop
+    seconds)."""
     name, model = llm_label(llm)
     ttft = None if first is None else first - started
     tokens_per_second = None
@@ -35,4 +37,5 @@ def llm_metrics(
         output_tokens=None if usage is None else usage.output_tokens,
         tokens_per_second=tokens_per_second,
         status=status,
+        ttfa=None if first_audio is None else first_audio - started,
     )

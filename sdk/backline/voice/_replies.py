@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from ..llm.chat_context import ChatItem, ChatMessage, FunctionCall, FunctionCallOutput
-from ..llm.llm import LLMStream, TextDelta, ToolCallChunk, Usage
+from ..llm.llm import AudioDelta, LLMStream, TextDelta, ToolCallChunk, Usage
 from ..llm.tools import FunctionTool, NamedToolChoice, ToolChoice
 from ..tasks import CancelWhenDone, cancel_and_wait
 from ._activity import AgentActivity
@@ -220,6 +220,7 @@ async def consume(
         clock = asyncio.get_running_loop().time if timed else time.monotonic
         started = clock() if timed else 0.0
         first: float | None = None
+        first_audio: float | None = None
         status: Literal["completed", "cancelled", "failed"] = "failed"
         stream = llm.chat(ctx, tools=tool_list, tool_choice=choice)
         ended = False
@@ -250,6 +251,17 @@ async def consume(
                         )
                         activity.record([call], speech)
                         step.calls.append(runner.start(activity, speech, call, tools))
+                    elif isinstance(chunk, AudioDelta):
+                        if timed:
+                            if first is None:
+                                first = clock()
+                            if first_audio is None and chunk.data:
+                                first_audio = clock()
+                        if step.text_at is None:
+                            step.text_at = time.time()
+                            output.begin_segment(speech.id)
+                            speech._set_phase("speaking")
+                        output.write_audio(chunk)
                     elif isinstance(chunk, Usage):
                         step.usage = chunk
                     elif timed and first is None:
@@ -274,6 +286,7 @@ async def consume(
                         speech.id,
                         started=started,
                         first=first,
+                        first_audio=first_audio,
                         ended=clock(),
                         usage=step.usage,
                         status=status,

@@ -175,7 +175,8 @@ class LLMMetrics:
     call (``None`` if none came); ``duration``: to the end of the stream;
     ``tokens_per_second``: output tokens over the time after the first token
     (``None`` when the LLM reported no usage). ``status`` is ``completed``,
-    ``cancelled`` (interrupted) or ``failed`` (the model raised).
+    ``cancelled`` (interrupted) or ``failed`` (the model raised). ``ttfa``: to the first
+    audio of a model that speaks (``AudioDelta``; ``None`` for others).
     """
 
     speech_id: str
@@ -187,6 +188,7 @@ class LLMMetrics:
     output_tokens: int | None
     tokens_per_second: float | None
     status: Literal["completed", "cancelled", "failed"]
+    ttfa: float | None = None
     type: Literal["llm_metrics"] = "llm_metrics"
 
 
