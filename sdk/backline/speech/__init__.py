@@ -38,6 +38,7 @@ from .echo import EchoCanceller, EchoGuard, WebRTCEchoCanceller, echo_canceller,
 from .files import WavInput, WavOutput
 from .frames import AudioFrame, read_wav, split_frames, write_wav
 from .output import InMemoryTextOutput, PlayoutResult, TextOutput
+from .speaking import SpeakingModel
 from .stt import BatchSTT, SpeechToText, STTStream, Transcript
 from .tts import SentenceSplitter, TextToSpeech, ThreadedTTS, VoicedTTS
 from .vad import EnergyVAD, FrameVAD, VADEvent, VADStream, VoiceActivityDetector
@@ -60,6 +61,7 @@ __all__ = [
     "STTStream",
     "SentenceSplitter",
     "Speaker",
+    "SpeakingModel",
     "SpeechInput",
     "SpeechOutput",
     "SpeechToText",
