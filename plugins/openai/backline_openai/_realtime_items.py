@@ -148,6 +148,39 @@ def plan_sync(held: Sequence[tuple[str, Signature]], wanted: Sequence[Item]) -> 
     return SyncPlan(keep, [item_id for item_id, _ in held[keep:]], list(wanted[keep:]))
 
 
+def plan_truncation(
+    held: Sequence[tuple[str, Signature]],
+    wanted: Sequence[Item],
+    audio_ms: dict[str, float],
+) -> tuple[int, int, Signature] | None:
+    """Where a spoken reply was cut: the first item that differs is an assistant message
+    the server holds with audio (``audio_ms``: its milliseconds), and the context has it
+    cut to a prefix of its transcript (what the user heard). Returns its index, the
+    ``audio_end_ms`` for ``conversation.item.truncate`` (the heard share of its audio,
+    in proportion to the text: the output cut it the same way) and its signature after
+    the cut; ``None`` when there is no such item."""
+    keep = 0
+    for (_, signature), item in zip(held, wanted, strict=False):
+        if signature != item.signature:
+            break
+        keep += 1
+    if keep >= len(held) or keep >= len(wanted):
+        return None
+    item_id, signature = held[keep]
+    cut = wanted[keep].signature
+    total = audio_ms.get(item_id)
+    if (
+        total is None
+        or signature[:2] != ("message", "assistant")
+        or cut[:2] != ("message", "assistant")
+    ):
+        return None
+    full, heard = signature[2].strip(), cut[2].strip()
+    if not full or not heard or heard == full or not full.startswith(heard):
+        return None
+    return keep, max(1, int(total * len(heard) / len(full))), cut
+
+
 def convert_tools(tools: Sequence[FunctionTool]) -> list[dict[str, Any]]:
     """``{"type": "function", "name", "description", "parameters"}`` each."""
     out: list[dict[str, Any]] = []

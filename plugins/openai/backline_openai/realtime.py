@@ -1,12 +1,16 @@
 """``OpenAIRealtimeLLM``: backline's ``LLM`` protocol on one OpenAI Realtime session.
 
-One persistent WebSocket per instance, text modality (the console). Each ``chat()``
+One persistent WebSocket per instance. Text modality (the console) unless a front end
+with a microphone and a speaker calls ``use_audio()`` (``SpeakingModel``): then the
+replies are the model's own voice (``AudioDelta``: ``response.output_audio.delta`` and
+its transcript) and the user's voice reaches the model (``_realtime_hearing``). Each ``chat()``
 syncs the conversation (``conversation.item.create`` for what the server lacks,
 ``conversation.item.delete`` + create for what the runtime changed, e.g. a reply
 truncated to what was heard), then sends ``response.create`` with the instructions and
 tools, and streams ``response.output_text.delta`` as text and each
 ``response.function_call_arguments.done`` as a tool call. Closing the stream early
-sends ``response.cancel``. The object is also the agent's ``RealtimeSession``
+sends ``response.cancel``; a spoken reply cut to what was heard is cut on the server
+with ``conversation.item.truncate``. The object is also the agent's ``RealtimeSession``
 (``realtime``): ``background_work_running`` is true while a response.create waits for
 its ``response.created``, a response runs, or a function call is open (catalog 132).
 
@@ -16,6 +20,7 @@ Imported on demand (it pulls in ``websockets``). See the plugin's README.
 from __future__ import annotations
 
 import asyncio
+import base64
 import contextlib
 import itertools
 import json
@@ -26,6 +31,7 @@ from urllib.parse import quote, urlsplit, urlunsplit
 
 from backline.limits import DEFAULT_LIMITS
 from backline.llm import (
+    AudioDelta,
     ChatChunk,
     ChatContext,
     FunctionTool,
@@ -38,16 +44,17 @@ from backline.llm import (
     Usage,
     failed_stream,
 )
+from backline.speech import SpeechToText
 from backline.tasks import TaskScope
 
 from ._endpoints import Endpoint
+from ._realtime_hearing import RATE, Ears, HearingStream, RealtimeHearing
+from ._realtime_held import Held
 from ._realtime_items import (
-    Signature,
     convert_context,
     convert_tool_choice,
     convert_tools,
     new_item_id,
-    plan_sync,
     server_item,
 )
 
@@ -60,6 +67,8 @@ log = logging.getLogger(__name__)
 
 DEFAULT_REALTIME_MODEL = "gpt-realtime"
 """The model when none is named (``-m`` / ``model=``)."""
+DEFAULT_TRANSCRIPTION_MODEL = "gpt-4o-mini-transcribe"
+"""What transcribes the user's voice (the model hears the audio itself)."""
 
 _END = object()  # the response ended (response.done)
 _REMEMBERED_EVENTS = 256  # client events whose errors can still be attributed
@@ -89,7 +98,8 @@ class OpenAIRealtimeLLM:
     socket's keepalive pings (``None``: none); ``first_token_timeout``
     and ``response_timeout`` each response (``LLMTimeoutError``). A socket that drops
     fails the response in flight with an ``LLMError``; the next ``chat()`` reconnects
-    and sends the whole conversation again.
+    and sends the whole conversation again. ``voice`` (e.g. ``marin``) and
+    ``transcription_model`` apply once ``use_audio()`` was called.
     """
 
     def __init__(
@@ -103,6 +113,8 @@ class OpenAIRealtimeLLM:
         ping_interval: float | None = 20.0,
         first_token_timeout: float | None = DEFAULT_LIMITS.llm_first_token_timeout,
         response_timeout: float | None = DEFAULT_LIMITS.llm_response_timeout,
+        voice: str | None = None,
+        transcription_model: str = DEFAULT_TRANSCRIPTION_MODEL,
     ) -> None:
         for name, value in (
             ("connect_timeout", connect_timeout),
@@ -123,7 +135,7 @@ class OpenAIRealtimeLLM:
         self._scope = TaskScope("OpenAIRealtimeLLM")
         self._ws: ClientConnection | None = None
         self._lock = asyncio.Lock()  # one chat() turn at a time
-        self._held: list[tuple[str, Signature]] = []  # the server's items, in order
+        self._held = Held()  # the server's items, in order
         self._configured: asyncio.Future[None] | None = None
         self._response: _Response | None = None
         self._pending_create = False
@@ -136,6 +148,12 @@ class OpenAIRealtimeLLM:
         self._closed = False
         self.connects = 0  # how many sockets were opened (a reconnect adds one)
         self._event_ids = itertools.count(1)
+        self._voice = voice
+        self._transcription_model = transcription_model
+        self._audio = False  # use_audio() was called
+        self._configured_audio = False  # the open session was configured for audio
+        self._ears = Ears()
+        self._connecting = asyncio.Lock()
         self._sent: dict[str, tuple[str, str]] = {}  # event_id -> (type, item id), recent
 
     # -- properties -------------------------------------------------------------
@@ -166,6 +184,56 @@ class OpenAIRealtimeLLM:
 
     def __repr__(self) -> str:
         return f"OpenAIRealtimeLLM(model={self._model!r}, url={self.url!r})"
+
+    # -- SpeakingModel --------------------------------------------------------------
+    def use_audio(self) -> SpeechToText:
+        """Answer with the model's voice from now on (``AudioDelta``, 24 kHz PCM), and
+        give the STT engine whose streams carry the user's voice to the model."""
+        self._audio = True
+        return RealtimeHearing(self)
+
+    @property
+    def audio(self) -> bool:
+        """Whether replies are spoken (``use_audio()`` was called)."""
+        return self._audio
+
+    def _session_config(self) -> dict[str, Any]:
+        if not self._audio:
+            return {"type": "realtime", "output_modalities": ["text"]}
+        pcm = {"type": "audio/pcm", "rate": RATE}
+        output: dict[str, Any] = {"format": pcm}
+        if self._voice:
+            output["voice"] = self._voice
+        return {
+            "type": "realtime",
+            "output_modalities": ["audio"],
+            "audio": {
+                # backline's voice pipeline decides when the user's turn ends
+                "input": {
+                    "format": pcm,
+                    "transcription": {"model": self._transcription_model},
+                    "turn_detection": None,
+                },
+                "output": output,
+            },
+        }
+
+    async def append_audio(self, pcm: bytes) -> None:
+        await self._connect()
+        await self._send(Ears.append_event(pcm))
+
+    async def commit_audio(self, stream: HearingStream) -> None:
+        await self._connect()
+        self._ears.committing(stream)
+        try:
+            await self._send({"type": "input_audio_buffer.commit"})
+        except LLMError:
+            self._ears.forget(stream)
+            self._ears.streams.add(stream)
+            raise
+
+    def forget(self, stream: HearingStream) -> None:
+        self._ears.forget(stream)
 
     # -- RealtimeSession ----------------------------------------------------------
     @property
@@ -213,10 +281,21 @@ class OpenAIRealtimeLLM:
             raise LLMError("OpenAIRealtimeLLM is closed")
         ws = self._ws
         if ws is not None:
+            if self._audio and not self._configured_audio:
+                self._configured_audio = True
+                await self._send({"type": "session.update", "session": self._session_config()})
             return ws
+        async with self._connecting:  # a turn and the user's voice may both connect
+            ws = self._ws
+            if ws is not None:
+                return ws
+            return await self._open()
+
+    async def _open(self) -> ClientConnection:
         from websockets.asyncio.client import connect
 
         headers = {"Authorization": f"Bearer {self._key}"} if self._key else {}
+        ws: ClientConnection | None = None
         loop = asyncio.get_running_loop()
         self._configured = loop.create_future()
         try:
@@ -231,10 +310,10 @@ class OpenAIRealtimeLLM:
                 )
                 self._ws = ws
                 self.connects += 1
-                self._held = []
+                self._held.clear()
                 self._scope.create_task(self._read(ws), name="OpenAIRealtimeLLM reader")
-                update = {"type": "realtime", "output_modalities": ["text"]}
-                await self._send({"type": "session.update", "session": update})
+                self._configured_audio = self._audio
+                await self._send({"type": "session.update", "session": self._session_config()})
                 await self._configured
         except TimeoutError:
             await self._drop(ws)
@@ -333,7 +412,8 @@ class OpenAIRealtimeLLM:
 
     def _lost(self, error: LLMError) -> None:
         """The socket is gone: nothing is held by the server any more."""
-        self._held = []
+        self._held.clear()
+        self._ears.lost(str(error))
         self._open_calls.clear()
         self._pending_create = self._running = False
         configured = self._configured
@@ -355,8 +435,16 @@ class OpenAIRealtimeLLM:
             self._pending_create = False
             self._running = True
             self._set_idle()
+        elif kind == "response.output_audio.delta":
+            self._audio_delta(event, response)
+        elif kind == "response.output_audio_transcript.delta":
+            if response is not None and event.get("delta"):
+                response.events.put_nowait(AudioDelta(b"", RATE, str(event["delta"])))
         elif kind == "response.output_item.added":
             item = event.get("item") or {}
+            if item.get("id"):
+                # Its place in the conversation (its content is known at response.done).
+                self._held.reserve(str(item["id"]))
             if item.get("type") == "function_call" and item.get("call_id"):
                 self._open_calls.add(str(item["call_id"]))
                 self._changed()
@@ -373,14 +461,31 @@ class OpenAIRealtimeLLM:
                 response.events.put_nowait(ToolCallChunk(call_id, name, args or "{}"))
         elif kind == "response.done":
             self._response_done(event.get("response") or {}, response)
+        elif kind == "input_audio_buffer.committed":
+            self._ears.on_event(kind, event)
+            previous = event.get("previous_item_id")
+            self._held.place_after(str(event.get("item_id") or ""), previous and str(previous))
+        elif isinstance(kind, str) and kind.startswith("conversation.item.input_audio_"):
+            transcript = self._ears.on_event(kind, event)
+            if transcript is not None:
+                self._held.heard(str(event.get("item_id") or ""), transcript)
         elif kind == "error":
             self._on_error(event.get("error") or {}, response)
+
+    def _audio_delta(self, event: dict[str, Any], response: _Response | None) -> None:
+        data = base64.b64decode(str(event.get("delta") or ""))
+        item_id = str(event.get("item_id") or "")
+        self._held.add_audio(item_id, len(data))
+        if response is not None and data:
+            if len(data) % 2:  # whole 16-bit samples only (the API sends whole ones)
+                data = data[:-1]
+            response.events.put_nowait(AudioDelta(data, RATE))
 
     def _response_done(self, body: dict[str, Any], response: _Response | None) -> None:
         for entry in body.get("output") or ():
             item = server_item(entry) if isinstance(entry, dict) else None
             if item is not None and entry.get("id"):
-                self._held.append((str(entry["id"]), item.signature))
+                self._held.place(str(entry["id"]), item.signature)
                 if response is None and entry.get("type") == "function_call":
                     # Its stream was closed (a barge-in): the runtime runs none of its
                     # calls, so none of them is open (the next sync deletes them).
@@ -413,6 +518,11 @@ class OpenAIRealtimeLLM:
             return
         if cause in ("conversation.item.delete", "response.cancel"):
             return  # already gone
+        if cause == "input_audio_buffer.commit":
+            self._ears.commit_refused(code, message)
+            return
+        if cause in ("input_audio_buffer.append", "conversation.item.truncate"):
+            return  # an utterance lost (warned above); a cut the server could not make
         if response is not None and not self._running:
             # The request was refused (a bad item, a bad response.create): no response comes.
             self._pending_create = False
@@ -435,7 +545,7 @@ class OpenAIRealtimeLLM:
             return failed_stream(LLMError(self._missing_key, status=401))
         try:
             instructions, items = convert_context(chat_ctx)
-            create: dict[str, Any] = {"output_modalities": ["text"]}
+            create: dict[str, Any] = {"output_modalities": ["audio" if self._audio else "text"]}
             if instructions:
                 create["instructions"] = instructions
             create["tools"] = convert_tools(tools)
@@ -474,7 +584,7 @@ class OpenAIRealtimeLLM:
                         break
                     if ttft is None:
                         ttft = loop.time() - start
-                    assert isinstance(chunk, TextDelta | ToolCallChunk)
+                    assert isinstance(chunk, TextDelta | AudioDelta | ToolCallChunk)
                     yield chunk
             finally:
                 if not response.done:
@@ -519,13 +629,15 @@ class OpenAIRealtimeLLM:
             ) from None
 
     async def _settle(self) -> None:
-        """Wait (bounded) for a response still ending (a cancel's ``response.done``):
-        its items must be known before the next sync."""
-        if self._idle.is_set():
+        """Wait (bounded) for a response still ending (a cancel's ``response.done``) and
+        for the user's utterances still being transcribed: what those items say must
+        be known before the next sync."""
+        if self._idle.is_set() and self._ears.settled.is_set():
             return
         try:
             async with asyncio.timeout(self._settle_timeout):
                 await self._idle.wait()
+                await self._ears.settled.wait()
         except TimeoutError:
             raise LLMError(
                 f"OpenAI Realtime at {self.url}: the previous response did not end within "
@@ -544,13 +656,17 @@ class OpenAIRealtimeLLM:
             raise
 
     async def _send_sync(self, wanted: list[Any]) -> None:
-        plan = plan_sync(self._held, wanted)
+        cut = self._held.truncation(wanted)
+        if cut is not None:
+            item_id, audio_end_ms = cut
+            truncate = {"item_id": item_id, "content_index": 0, "audio_end_ms": audio_end_ms}
+            await self._send({"type": "conversation.item.truncate", **truncate}, item_id)
+        plan = self._held.plan(wanted)
         for item_id in plan.delete:
             await self._send({"type": "conversation.item.delete", "item_id": item_id}, item_id)
-        del self._held[plan.keep :]
         for item in plan.create:
             item_id = new_item_id()
-            self._held.append((item_id, item.signature))
+            self._held.items.append((item_id, item.signature))
             await self._send(
                 {"type": "conversation.item.create", "item": {"id": item_id, **item.body}},
                 item_id,
@@ -558,5 +674,5 @@ class OpenAIRealtimeLLM:
             if item.body["type"] == "function_call_output":
                 self._open_calls.discard(item.body["call_id"])
         # A call the runtime no longer has is not open either.
-        held_calls = {s[1] for _, s in self._held if s[0] == "function_call"}
+        held_calls = self._held.calls()
         self._open_calls &= held_calls

@@ -12,6 +12,18 @@ It speaks the documented GA events (names as in the installed ``openai`` package
 would refuse (an output for an unknown call, deleting an unknown item, a response
 while one runs) is an ``error`` event, and is recorded in ``errors``.
 
+Audio (when ``session.update`` or ``response.create`` asks for ``output_modalities``
+``["audio"]``): a text part is spoken, ``WORD_MS`` of PCM per word
+(``response.output_audio.delta``, base64) with its transcript
+(``response.output_audio_transcript.delta``); the item's content is ``output_audio``
+with the transcript. ``input_audio_buffer.append``/``.commit`` make a user item
+(``input_audio_buffer.committed``, ``conversation.item.added``) transcribed as the
+next of ``transcripts`` (``conversation.item.input_audio_transcription.delta``,
+``.completed``); less than 100 ms of audio is refused
+(``input_audio_buffer_commit_empty``). ``conversation.item.truncate`` cuts an audio
+item (recorded in ``truncated``; past its audio is refused). ``drop_on_commit`` drops
+the socket after a commit, before its transcript.
+
 A script step is a list of parts: ``("text", str)``, ``("call", name, arguments)``,
 ``("wait", asyncio.Event)`` (hold there; a cancel ends it), ``("drop",)`` (close the
 socket abruptly).
@@ -20,6 +32,7 @@ socket abruptly).
 from __future__ import annotations
 
 import asyncio
+import base64
 import contextlib
 import itertools
 import json
@@ -32,6 +45,8 @@ from websockets.asyncio.server import Server, ServerConnection, serve
 from websockets.http11 import Request, Response
 
 Part = tuple[Any, ...]
+WORD_MS = 200  # of audio per spoken word
+BYTES_PER_MS = 48  # 24 kHz, 16-bit mono
 
 
 def text(value: str) -> list[Part]:
@@ -57,6 +72,14 @@ class FakeRealtimeServer:
         self.reject_status: int | None = None  # refuse the handshake with this status
         self.headers: list[dict[str, str]] = []  # each handshake's request headers
         self.paths: list[str] = []  # and its path (with the query)
+        self.session: dict[str, Any] = {}  # the current connection's configuration
+        self.transcripts: deque[str] = deque()  # what each committed utterance says
+        self.input_audio = bytearray()  # the input buffer
+        self.heard: list[bytes] = []  # the audio of each committed utterance
+        self.truncated: list[tuple[str, int]] = []  # (item id, audio_end_ms)
+        self.audio_ms: dict[str, int] = {}  # spoken item id -> ms of its audio
+        self.modalities: list[str] = ["text"]  # the response being made
+        self.drop_on_commit = False  # drop the socket once an utterance is committed
         self._server: Server | None = None
         self._ids = itertools.count(1)
         self._response: asyncio.Task[None] | None = None
@@ -102,6 +125,8 @@ class FakeRealtimeServer:
     async def _serve(self, ws: ServerConnection) -> None:
         self.connections += 1
         self.conversation = []
+        self.session = {}
+        self.input_audio = bytearray()
         await self._emit(ws, {"type": "session.created", "session": {"type": "realtime"}})
         try:
             async for raw in ws:
@@ -136,6 +161,7 @@ class FakeRealtimeServer:
     async def _handle(self, ws: ServerConnection, event: dict[str, Any]) -> None:
         kind = event.get("type")
         if kind == "session.update":
+            self.session = dict(event["session"])
             session = {"type": "realtime", **event["session"]}
             await self._emit(ws, {"type": "session.updated", "session": session})
         elif kind == "conversation.item.create":
@@ -183,14 +209,67 @@ class FakeRealtimeServer:
                 await self._error(ws, "conversation_already_has_active_response", "busy")
                 return
             step = self.script.popleft() if self.script else text("(no script)")
+            asked = event.get("response", {}).get("output_modalities")
+            self.modalities = asked or self.session.get("output_modalities") or ["text"]
             self._cancel = asyncio.Event()
             self._response = asyncio.create_task(self._respond(ws, step, self._cancel))
+        elif kind == "input_audio_buffer.append":
+            self.input_audio += base64.b64decode(event["audio"])
+        elif kind == "input_audio_buffer.commit":
+            await self._commit(ws, event)
+        elif kind == "conversation.item.truncate":
+            item = next((i for i in self.conversation if i["id"] == event["item_id"]), None)
+            if item is None or event["item_id"] not in self.audio_ms:
+                await self._error(ws, "invalid_value", "not an audio item", event)
+                return
+            if event["audio_end_ms"] > self.audio_ms[event["item_id"]]:
+                await self._error(ws, "invalid_value", "audio_end_ms past the audio", event)
+                return
+            self.truncated.append((event["item_id"], event["audio_end_ms"]))
+            item["content"][0]["transcript"] = ""  # the server drops the transcript
+            truncated = {"item_id": event["item_id"], "content_index": 0}
+            await self._emit(
+                ws,
+                {"type": "conversation.item.truncated", **truncated, "audio_end_ms": 0},
+            )
         elif kind == "response.cancel":
             if self._response is None or self._response.done():
                 await self._error(ws, "response_cancel_not_active", "no active response")
                 return
             self.cancelled.set()
             self._cancel.set()
+
+    async def _commit(self, ws: ServerConnection, event: dict[str, Any]) -> None:
+        audio, self.input_audio = bytes(self.input_audio), bytearray()
+        if len(audio) < 100 * BYTES_PER_MS:
+            await self._error(ws, "input_audio_buffer_commit_empty", "too little audio", event)
+            return
+        self.heard.append(audio)
+        item_id = self._id("item")
+        previous = self.conversation[-1]["id"] if self.conversation else None
+        item = {
+            "id": item_id,
+            "type": "message",
+            "role": "user",
+            "content": [{"type": "input_audio", "transcript": None}],
+        }
+        self.conversation.append(item)
+        committed = {"item_id": item_id, "previous_item_id": previous}
+        await self._emit(ws, {"type": "input_audio_buffer.committed", **committed})
+        await self._emit(
+            ws, {"type": "conversation.item.added", "previous_item_id": previous, "item": item}
+        )
+        if self.drop_on_commit:
+            ws.transport.abort()  # before the transcript
+            return
+        said = self.transcripts.popleft() if self.transcripts else ""
+        at = {"item_id": item_id, "content_index": 0}
+        for word in said.split(" ")[:-1]:
+            delta = {"type": "conversation.item.input_audio_transcription.delta", "delta": word}
+            await self._emit(ws, {**delta, **at})
+        item["content"][0]["transcript"] = said
+        done = {"type": "conversation.item.input_audio_transcription.completed"}
+        await self._emit(ws, {**done, **at, "transcript": said})
 
     async def _respond(self, ws: ServerConnection, step: list[Part], cancel: asyncio.Event) -> None:
         rid = self._id("resp")
@@ -214,7 +293,9 @@ class FakeRealtimeServer:
                 continue
             item_id = self._id("item")
             at = {**base, "output_index": index, "item_id": item_id}
-            if part[0] == "text":
+            if part[0] == "text" and self.modalities == ["audio"]:
+                item = await self._speak(ws, part[1], index, item_id, base, output)
+            elif part[0] == "text":
                 item: dict[str, Any] = {
                     "id": item_id,
                     "type": "message",
@@ -269,7 +350,11 @@ class FakeRealtimeServer:
         if status == "cancelled":
             # The server had generated more than the client showed: it keeps that.
             for item in output:
-                if item["type"] == "message" and item["content"]:
+                if (
+                    item["type"] == "message"
+                    and item["content"]
+                    and item["id"] not in self.audio_ms
+                ):
                     item["content"][0]["text"] += " and more"
             if self.hold_cancel is not None:
                 await self.hold_cancel.wait()
@@ -282,6 +367,44 @@ class FakeRealtimeServer:
         }
         body = {"id": rid, "status": status, "output": output, "usage": usage}
         await self._emit(ws, {"type": "response.done", "response": body})
+
+    async def _speak(
+        self,
+        ws: ServerConnection,
+        value: str,
+        index: int,
+        item_id: str,
+        base: dict[str, Any],
+        output: list[dict[str, Any]],
+    ) -> dict[str, Any]:
+        item: dict[str, Any] = {
+            "id": item_id,
+            "type": "message",
+            "role": "assistant",
+            "status": "in_progress",
+            "content": [],
+        }
+        output.append(item)
+        await self._emit(
+            ws, {"type": "response.output_item.added", **base, "output_index": index, "item": item}
+        )
+        at = {**base, "output_index": index, "item_id": item_id, "content_index": 0}
+        pcm = base64.b64encode(bytes(WORD_MS * BYTES_PER_MS)).decode()
+        sent = ""
+        for n, word in enumerate(value.split(" ")):
+            delta = word if n == 0 else " " + word
+            sent += delta
+            await self._emit(ws, {"type": "response.output_audio.delta", **at, "delta": pcm})
+            self.audio_ms[item_id] = self.audio_ms.get(item_id, 0) + WORD_MS
+            await self._emit(
+                ws, {"type": "response.output_audio_transcript.delta", **at, "delta": delta}
+            )
+        item["content"] = [{"type": "output_audio", "transcript": sent}]
+        await self._emit(ws, {"type": "response.output_audio.done", **at})
+        await self._emit(
+            ws, {"type": "response.output_audio_transcript.done", **at, "transcript": sent}
+        )
+        return item
 
 
 class ThreadedRealtimeServer:

@@ -1,0 +1,266 @@
+"""OpenAIRealtimeLLM with audio (``use_audio()``, issue 29) against the loopback server:
+the user's voice reaches the model and its transcript is the turn (not sent again as
+text), the model's voice plays as it comes (nothing synthesized), a barge-in cuts the
+spoken item on the server at what was heard (``conversation.item.truncate``), too
+little audio is no turn, and a lost socket loses the utterance with a clear error."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator, Callable, Iterator
+from typing import Any
+
+import pytest
+from backline_openai.realtime import DEFAULT_TRANSCRIPTION_MODEL, OpenAIRealtimeLLM
+
+from backline import Agent, LLMMetrics, Session
+from backline.speech import (
+    AudioFrame,
+    ClockSink,
+    EnergyVAD,
+    SpeakingModel,
+    SpeechInput,
+    SpeechOutput,
+    split_frames,
+)
+from tests.conftest import Recorder
+from tests.plugins.openai import fake_realtime as fr
+from tests.plugins.openai.fake_realtime import FakeRealtimeServer
+
+WAIT = 20.0  # bounds a hang only
+RATE = 16000  # the microphone's rate (the model takes 24 kHz: resampled)
+
+
+class NoSynthesis:
+    """A TTS engine the test fails if it is ever used: the model speaks itself."""
+
+    name = "none"
+    sample_rate = 24000
+
+    def synthesize(self, text: str) -> AsyncIterator[AudioFrame]:
+        raise AssertionError(f"synthesized {text!r}")
+
+
+def utterance(speech: float = 0.6) -> Iterator[AudioFrame]:
+    """Silence, ``speech`` seconds of a loud voice-like tone, silence: 20 ms frames."""
+    tone = AudioFrame.from_samples(
+        [(8000 if (i // 20) % 2 else -8000) for i in range(int(speech * RATE))], RATE
+    )
+    for piece in (AudioFrame.silence(0.3, RATE), tone, AudioFrame.silence(1.0, RATE)):
+        yield from split_frames(piece, 0.02)
+
+
+@pytest.fixture
+async def server() -> AsyncIterator[FakeRealtimeServer]:
+    async with FakeRealtimeServer() as fake:
+        yield fake
+
+
+class HandSink:
+    """A speaker played by hand (``play``): what has played is exactly known. With
+    ``instant`` set, what is written plays at once."""
+
+    def __init__(self) -> None:
+        self.queued = 0.0
+        self._played = 0.0
+        self.instant = False
+        self._drained = asyncio.Event()
+        self._drained.set()
+        self.wrote = asyncio.Event()
+        self.frames = 0
+
+    def write(self, frame: AudioFrame) -> None:
+        self.queued += frame.duration
+        self.frames += 1
+        self.wrote.set()
+        self._drained.clear()
+        if self.instant:
+            self.play(frame.duration)
+
+    def clear(self) -> None:
+        self.queued = self._played
+        self._drained.set()
+
+    @property
+    def played(self) -> float:
+        return self._played
+
+    def play(self, seconds: float) -> None:
+        self._played = min(self.queued, self._played + seconds)
+        if self._played >= self.queued:
+            self._drained.set()
+
+    async def drained(self) -> None:
+        await self._drained.wait()
+
+
+class Voice:
+    """A session on the realtime model with a microphone pipeline and a speaker."""
+
+    def __init__(self, server: FakeRealtimeServer, sink: HandSink | None = None) -> None:
+        self.llm = OpenAIRealtimeLLM(base_url=server.url, api_key="sk-test", ping_interval=None)
+        assert isinstance(self.llm, SpeakingModel)
+        hearing = self.llm.use_audio()
+        self.played: list[AudioFrame] = []
+        self._frame = asyncio.Event()
+        self.sink = ClockSink(on_frame=self._on_frame)
+        self.output = SpeechOutput(NoSynthesis(), sink or self.sink)
+        self.session: Session[Any] = Session(self.llm, output=self.output, user_away_timeout=None)
+        self.input = SpeechInput(self.session, stt=hearing, vad=EnergyVAD())
+        self.rec = Recorder(self.session)
+
+    async def __aenter__(self) -> Voice:
+        await self.session.start(Agent("Answer about the weather."))
+        self.input.start()
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.input.aclose()
+        await self.session.aclose()
+        await self.output.aclose()
+        await self.llm.aclose()
+
+    def _on_frame(self, frame: AudioFrame) -> None:
+        self.played.append(frame)
+        self._frame.set()
+
+    async def frames(self, n: int) -> None:
+        """Until ``n`` frames of the model's audio were written to the speaker."""
+        while len(self.played) < n:
+            self._frame.clear()
+            await asyncio.wait_for(self._frame.wait(), WAIT)
+
+    def said(self) -> list[tuple[str, str, bool]]:
+        return [
+            (it.role, it.content, it.interrupted)
+            for it in self.session.history.items
+            if it.type == "message"
+        ]
+
+    async def speak(self, speech: float = 0.6) -> None:
+        for frame in utterance(speech):
+            self.input.push(frame)
+        await asyncio.wait_for(self.input.settled(), WAIT)
+
+
+async def test_the_user_speaks_to_the_model_and_it_answers_in_its_own_voice(
+    server: FakeRealtimeServer, no_leaked_tasks: Callable[[], Any]
+) -> None:
+    server.transcripts.append("what is the weather")
+    server.push(fr.text("It is sunny"))
+    async with Voice(server) as v:
+        await v.speak()
+        assert await v.session.wait_for_idle(timeout=WAIT)
+        assert v.said() == [
+            ("user", "what is the weather", False),
+            ("assistant", "It is sunny", False),
+        ]
+        # The model's audio played as it came: three words of it, at its rate.
+        assert sum(f.duration for f in v.played) == pytest.approx(3 * fr.WORD_MS / 1000)
+        assert {f.sample_rate for f in v.played} == {24000}
+        (metrics,) = v.rec.of("llm_metrics")
+        assert isinstance(metrics, LLMMetrics)
+        assert metrics.ttfa is not None and metrics.ttft is not None
+    await no_leaked_tasks()
+
+    config = server.sent("session.update")[0]["session"]
+    assert config["output_modalities"] == ["audio"]
+    assert config["audio"]["input"] == {
+        "format": {"type": "audio/pcm", "rate": 24000},
+        "transcription": {"model": DEFAULT_TRANSCRIPTION_MODEL},
+        "turn_detection": None,  # backline's voice pipeline ends the turn
+    }
+    # One utterance at 24 kHz: its lead, the tone, the silence until the detector ended it.
+    (heard,) = server.heard
+    assert 0.85 <= len(heard) / 48000 <= 1.6
+    assert len(server.sent("input_audio_buffer.commit")) == 1
+    # The model heard the user: the turn is not sent again as text.
+    assert server.sent("conversation.item.create") == []
+    (create,) = server.sent("response.create")
+    assert create["response"]["output_modalities"] == ["audio"]
+    assert server.errors == []
+
+
+async def test_a_barge_in_cuts_the_spoken_item_on_the_server_at_what_was_heard(
+    server: FakeRealtimeServer,
+) -> None:
+    hold = asyncio.Event()
+    server.push([("text", "Once upon a time there was a fox"), ("wait", hold)])
+    server.push(fr.text("Sure"))
+    sink = HandSink()
+    async with Voice(server, sink) as v:
+        v.session.push_user_turn("tell me a story")
+        # All eight words' audio (1.6 s) comes; the reply waits on the server.
+        while sink.frames < 8:
+            sink.wrote.clear()
+            await asyncio.wait_for(sink.wrote.wait(), WAIT)
+        sink.play(0.5)  # half a second of it played
+        sink.instant = True
+        v.session.interrupt()
+        assert await v.session.wait_for_idle(timeout=WAIT)
+        result = await v.session.run(user_input="another one", timeout=WAIT)
+        result.expect.contains_message(role="assistant", content="Sure")
+        said = v.said()
+    role, heard, interrupted = said[1]
+    assert role == "assistant" and interrupted and heard == "Once upon"
+    assert len(server.sent("response.cancel")) == 1
+    (spoken_id,) = [i for i in server.audio_ms if server.audio_ms[i] == 1600]
+    # 9 of the 32 characters were heard (cut back to a word): 9/32 of 1,600 ms.
+    assert server.truncated == [(spoken_id, 450)]
+    assert server.sent("conversation.item.delete") == []  # cut, not replaced
+    assert [(i["role"], i["type"]) for i in server.conversation] == [
+        ("user", "message"),
+        ("assistant", "message"),
+        ("user", "message"),
+        ("assistant", "message"),
+    ]
+    assert server.errors == []
+
+
+async def test_too_little_audio_is_no_turn_and_no_error(server: FakeRealtimeServer) -> None:
+    llm = OpenAIRealtimeLLM(base_url=server.url, api_key="sk-test", ping_interval=None)
+    stream = llm.use_audio().stream()
+    try:
+        stream.push(AudioFrame.silence(0.05, RATE))
+        stream.flush()
+        transcript = await asyncio.wait_for(anext(aiter(stream)), WAIT)
+        assert (transcript.text, transcript.final, transcript.error) == ("", True, None)
+        assert [e.split(":")[0] for e in server.errors] == ["input_audio_buffer_commit_empty"]
+        # The next utterance is heard as usual.
+        server.transcripts.append("hello there")
+        stream.push(AudioFrame.silence(0.5, RATE))
+        stream.flush()
+        texts = []
+        async for t in stream:
+            texts.append((t.text, t.final))
+            if t.final:
+                break
+        assert texts == [("hello", False), ("hello there", True)]
+    finally:
+        await stream.aclose()
+        await llm.aclose()
+
+
+async def test_a_lost_socket_loses_the_utterance_with_a_clear_error(
+    server: FakeRealtimeServer,
+) -> None:
+    llm = OpenAIRealtimeLLM(base_url=server.url, api_key="sk-test", ping_interval=None)
+    stream = llm.use_audio().stream()
+    server.drop_on_commit = True  # the connection drops before the transcript comes
+    try:
+        stream.push(AudioFrame.silence(0.5, RATE))
+        stream.flush()
+        transcript = await asyncio.wait_for(anext(aiter(stream)), WAIT)
+        assert transcript.final and transcript.text == ""
+        assert transcript.error is not None and "connection" in transcript.error
+        # The next utterance reconnects and is heard.
+        server.drop_on_commit = False
+        server.transcripts.append("again")
+        stream.push(AudioFrame.silence(0.5, RATE))
+        stream.flush()
+        transcript = await asyncio.wait_for(anext(aiter(stream)), WAIT)
+        assert (transcript.text, transcript.final, transcript.error) == ("again", True, None)
+        assert server.connections == 2
+    finally:
+        await stream.aclose()
+        await llm.aclose()
