@@ -80,3 +80,14 @@ def missing_key_message(url: str) -> str:
         f"https://aistudio.google.com/apikey) or store it with `backline keys set {var}`, "
         "or choose another LLM with --llm (see docs/providers.md)."
     )
+
+
+LIVE_DEFAULT_MODEL = "gemini-3.1-flash-live-preview"
+"""The Gemini Live model when none is named: the one google-genai's own live tests use
+on the Gemini API (an audio-native model: it answers in audio, with a transcript)."""
+
+LIVE_KNOWN_MODELS = (
+    "gemini-3.1-flash-live-preview",
+    "gemini-live-2.5-flash-preview",  # half-cascade: answers in text too
+)
+"""Live models ``backline models`` lists (any Live model the API serves can be named)."""

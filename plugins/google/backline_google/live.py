@@ -1,0 +1,799 @@
+"""``GeminiLiveLLM``: backline's ``LLM`` protocol on one Gemini Live session.
+
+One session (``client.aio.live.connect``) per instance, kept between turns. Each
+``chat()`` brings the session in line with the context and streams the model's turn.
+Gemini Live cannot delete turns: what was sent stays. When the runtime's context no
+longer starts with what the session holds (a reply cut to what was heard, a turn the
+runtime dropped), a new session is opened and seeded with the whole context in one
+``send_client_content``. New user turns (typed, or a background's updates) go as
+client content; a result of a call the model made as ``send_tool_response`` (its
+scheduling: see ``_live_items.operations``). Functions are ``NON_BLOCKING``.
+
+The session is configured with ``session_resumption``: the latest handle is kept, and
+after a dropped socket or a ``go_away`` the next ``chat()`` reconnects with it (the
+turn in flight fails with an ``LLMError``); a refused handle falls back to a fresh
+session seeded with the context. The object is the agent's ``RealtimeSession``
+(``background_work_running``: a turn asked for and not complete, or a call open) and a
+``SpeakingModel`` (``use_audio()``: replies as audio, the user's voice sent to the
+model; see ``_live_audio``).
+
+Imported on demand (it pulls in ``google-genai``). See the plugin's README.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import logging
+import os
+import uuid
+from collections import deque
+from collections.abc import AsyncGenerator, Callable, Sequence
+from typing import Any
+
+from google import genai
+from google.genai import types
+
+from backline.limits import DEFAULT_LIMITS
+from backline.llm import (
+    AudioDelta,
+    ChatChunk,
+    ChatContext,
+    FunctionTool,
+    LLMError,
+    LLMStream,
+    LLMTimeoutError,
+    TextDelta,
+    ToolCallChunk,
+    ToolChoice,
+    Usage,
+    check_tool_choice,
+    failed_stream,
+)
+from backline.speech import SpeechToText
+from backline.tasks import TaskScope
+
+from . import _config
+from ._live_items import (
+    Call,
+    Converted,
+    Op,
+    canonical_args,
+    convert_context,
+    convert_tools,
+    model_unit,
+    operations,
+    plan,
+    tools_signature,
+    user_unit,
+)
+from ._live_turns import END, Hearing, Turn
+
+__all__ = ["LIVE_DEFAULT_MODEL", "GeminiLiveLLM"]
+
+log = logging.getLogger(__name__)
+
+LIVE_DEFAULT_MODEL = _config.LIVE_DEFAULT_MODEL
+OUTPUT_RATE = 24000  # Gemini Live's audio out: 16-bit PCM, 24 kHz, mono
+INPUT_RATE = 16000  # and in
+
+
+def _audio_native(model: str) -> bool:
+    """Whether ``model`` is known to refuse the ``TEXT`` modality (it answers in audio
+    only): the native-audio models and the Live models from Gemini 3 on."""
+    name = model.removeprefix("models/")
+    return "native-audio" in name or (name.startswith("gemini-3") and "live" in name)
+
+
+class GeminiLiveLLM:
+    """A Gemini Live model as a voice agent's LLM.
+
+    ``model`` defaults to ``LIVE_DEFAULT_MODEL``; ``api_key`` to ``$GEMINI_API_KEY``,
+    else ``$GOOGLE_API_KEY``, else the stored key; ``base_url`` to
+    ``$GOOGLE_GEMINI_BASE_URL``, else the Gemini API (google-genai opens
+    ``wss://<host>/ws/google.ai.generativelanguage.<api_version>.GenerativeService.BidiGenerateContent``
+    and verifies TLS with ``$SSL_CERT_FILE`` or certifi). ``api_version`` is
+    google-genai's unless given. Text replies (no ``use_audio()``): ``text_modality``
+    ``True`` asks for ``TEXT``; ``False`` for ``AUDIO`` with its transcript, shown as
+    text (audio-native models refuse ``TEXT``); ``None`` chooses by the model's name and
+    falls back to the transcript when the server refuses ``TEXT``. ``voice`` names a
+    prebuilt voice for audio replies. ``connect_timeout`` bounds opening a session and
+    each send; ``settle_timeout`` the wait for a turn the runtime stopped reading to end;
+    ``first_token_timeout`` and ``response_timeout`` each turn (``LLMTimeoutError``);
+    ``hearing_timeout`` the wait for the transcript of what the user said.
+    ``client=`` uses a ``genai.Client`` of yours (``aclose`` leaves it open).
+    """
+
+    def __init__(
+        self,
+        model: str | None = None,
+        *,
+        api_key: str | None = None,
+        base_url: str | None = None,
+        api_version: str | None = None,
+        text_modality: bool | None = None,
+        voice: str | None = None,
+        connect_timeout: float = 10.0,
+        settle_timeout: float = 5.0,
+        hearing_timeout: float = 10.0,
+        first_token_timeout: float | None = DEFAULT_LIMITS.llm_first_token_timeout,
+        response_timeout: float | None = DEFAULT_LIMITS.llm_response_timeout,
+        client: genai.Client | None = None,
+    ) -> None:
+        for name, value in (
+            ("connect_timeout", connect_timeout),
+            ("settle_timeout", settle_timeout),
+            ("hearing_timeout", hearing_timeout),
+        ):
+            if not value > 0:
+                raise ValueError(f"{name} must be a positive number of seconds, got {value}")
+        if client is not None and (api_key is not None or base_url is not None):
+            raise ValueError("pass either client= or api_key=/base_url=, not both")
+        self._model = model or os.environ.get(_config.MODEL_ENV) or LIVE_DEFAULT_MODEL
+        self._missing_key: str | None = None
+        self._key_name: str | None = None
+        self._own_client = client is None
+        if client is None:
+            self._url = _config.base_url(base_url)
+            key = api_key
+            if key is None:
+                found = _config.find_key()
+                key, self._key_name = (found.value, found.name) if found else (None, None)
+            if not key:
+                self._missing_key = _config.missing_key_message(self._url)
+            options = types.HttpOptions(base_url=self._url)
+            if api_version is not None:
+                options.api_version = api_version
+            client = genai.Client(api_key=key or "unused", vertexai=False, http_options=options)
+        else:
+            self._url = "the Gemini API (a given client)"
+        self._client = client
+        self._text_modality = (
+            text_modality if text_modality is not None else not _audio_native(self._model)
+        )
+        self._auto_modality = text_modality is None
+        self._voice = voice
+        self._connect_timeout = connect_timeout
+        self._settle_timeout = settle_timeout
+        self.hearing_timeout = hearing_timeout
+        self._first_token_timeout = first_token_timeout
+        self._response_timeout = response_timeout
+        self._scope = TaskScope("GeminiLiveLLM")
+        self._lock = asyncio.Lock()  # one chat() turn at a time
+        self._connecting = asyncio.Lock()  # one connect at a time (chat, the voice)
+        self._session: Any = None  # google.genai.live.AsyncSession
+        self._exit: contextlib.AsyncExitStack | None = None
+        self._reader: asyncio.Task[None] | None = None
+        self._generation = 0  # one per session: a stale reader's news is dropped
+        self._system: str | None = None  # what the session was set up or updated with
+        self._tools: list[FunctionTool] = []
+        self._tools_key = ""
+        self._held: list[tuple[Any, ...]] = []  # the signatures of what the session holds
+        self._session_calls: set[str] = set()  # calls it made, not answered yet
+        self._open_calls: set[str] = set()
+        self._turns: deque[Turn] = deque()
+        self._answered: Turn | None = None  # an answer to the voice no chat() read yet
+        self._hearing: Hearing | None = None
+        self._stray_complete = False  # an interrupted turn's turnComplete may follow
+        self._handle: str | None = None
+        self._going_away = False
+        self._audio = False
+        self._listeners: list[Callable[[bool], None]] = []
+        self._busy = False
+        self._closed = False
+        self.connects = 0  # sessions opened (a resumption adds one)
+        self.resumed = 0  # of which with a resumption handle
+
+    # -- properties -------------------------------------------------------------
+    @property
+    def model(self) -> str:
+        return self._model
+
+    @property
+    def base_url(self) -> str:
+        return self._url
+
+    @property
+    def client(self) -> genai.Client:
+        return self._client
+
+    @property
+    def missing_key(self) -> str | None:
+        return self._missing_key
+
+    @property
+    def realtime(self) -> GeminiLiveLLM:
+        """This model as the agent's ``RealtimeSession`` (the runtime reads it)."""
+        return self
+
+    @property
+    def resumption_handle(self) -> str | None:
+        """The latest resumption handle the server gave (``None``: none yet)."""
+        return self._handle
+
+    def __repr__(self) -> str:
+        return f"GeminiLiveLLM(model={self._model!r}, base_url={self._url!r})"
+
+    # -- RealtimeSession ----------------------------------------------------------
+    @property
+    def background_work_running(self) -> bool:
+        return self._busy
+
+    def add_background_work_listener(self, listener: Callable[[bool], None]) -> None:
+        self._listeners.append(listener)
+
+    def remove_background_work_listener(self, listener: Callable[[bool], None]) -> None:
+        if listener in self._listeners:
+            self._listeners.remove(listener)
+
+    def _changed(self) -> None:
+        busy = any(not t.done for t in self._turns) or bool(self._open_calls)
+        if busy == self._busy:
+            return
+        self._busy = busy
+        for listener in list(self._listeners):
+            try:
+                listener(busy)
+            except Exception:
+                log.exception("a background-work listener raised")
+
+    # -- SpeakingModel --------------------------------------------------------------
+    def use_audio(self) -> SpeechToText:
+        """Answer with audio from now on (``AudioDelta``, 24 kHz, with the transcript),
+        and give the speech-to-text engine whose streams send the user's voice to the
+        model. An open text session is replaced at the next turn (seeded)."""
+        from ._live_audio import GeminiLiveSTT
+
+        if not self._audio:
+            self._audio = True
+            self._handle = None  # a session set up for text is not resumed for audio
+            if self._session is not None:
+                self._held = [("text session",)]  # diverged: the next turn opens a new one
+        return GeminiLiveSTT(self)
+
+    # -- lifecycle ----------------------------------------------------------------
+    async def aclose(self) -> None:
+        """Close the session and the client this object made (bounded)."""
+        self._closed = True
+        await self._close_session(LLMError("GeminiLiveLLM was closed"))
+        await self._scope.aclose()
+        if self._own_client:
+            with contextlib.suppress(Exception):
+                await asyncio.wait_for(self._client.aio.aclose(), self._connect_timeout)
+            with contextlib.suppress(Exception):
+                self._client.close()
+
+    def _config(self, system: str, tools: Sequence[FunctionTool]) -> types.LiveConnectConfig:
+        config: dict[str, Any] = {
+            "session_resumption": {"handle": self._handle} if self._handle else {},
+        }
+        if self._audio or not self._text_modality:
+            config["response_modalities"] = ["AUDIO"]
+            config["output_audio_transcription"] = {}
+        else:
+            config["response_modalities"] = ["TEXT"]
+        if self._audio:
+            config["input_audio_transcription"] = {}
+            config["realtime_input_config"] = {"automatic_activity_detection": {"disabled": True}}
+            if self._voice:
+                voice = {"prebuilt_voice_config": {"voice_name": self._voice}}
+                config["speech_config"] = {"voice_config": voice}
+        if system:
+            config["system_instruction"] = system
+        declared = convert_tools(tools)
+        if declared:
+            config["tools"] = declared
+        return types.LiveConnectConfig.model_validate(config)
+
+    async def _open(self, system: str, tools: Sequence[FunctionTool]) -> None:
+        """Open a session (resumed with the handle if there is one; a refused handle,
+        or a refused ``TEXT`` modality, is tried once more without it)."""
+        if self._closed:
+            raise LLMError("GeminiLiveLLM is closed")
+        if self._missing_key is not None:
+            raise LLMError(self._missing_key, status=401)
+        for _ in range(3):
+            handle = self._handle
+            try:
+                await self._connect(system, tools)
+            except LLMError as e:
+                if handle is not None:
+                    log.warning("Gemini Live refused the resumption handle (%s): a new session", e)
+                    self._handle = None
+                    continue
+                if self._auto_modality and self._text_modality and "modalit" in str(e).lower():
+                    log.info("%s answers in audio only: its transcript is the text", self._model)
+                    self._text_modality = False
+                    continue
+                raise
+            if handle is None:
+                self._held = []
+                self._session_calls.clear()
+            else:
+                self.resumed += 1
+            return
+        raise LLMError(f"Gemini Live at {self._url}: no session could be opened")
+
+    async def _connect(self, system: str, tools: Sequence[FunctionTool]) -> None:
+        async with self._connecting:
+            if self._session is not None:
+                return  # opened meanwhile (the voice and a chat() both asked)
+            stack = contextlib.AsyncExitStack()
+            config = self._config(system, tools)
+            try:
+                async with asyncio.timeout(self._connect_timeout):
+                    session = await stack.enter_async_context(
+                        self._client.aio.live.connect(model=self._model, config=config)
+                    )
+            except TimeoutError:
+                await _close_stack(stack, self._connect_timeout)
+                raise LLMError(
+                    f"Gemini Live at {self._url}: no session within {self._connect_timeout:g}s "
+                    "(is the server up, and is --gemini-base-url right?)",
+                    retryable=True,
+                ) from None
+            except Exception as e:
+                await _close_stack(stack, self._connect_timeout)
+                raise self._open_failure(e) from e
+            self._generation += 1
+            self._session, self._exit = session, stack
+            self._system, self._tools = system, list(tools)
+            self._tools_key = tools_signature(tools)
+            self._going_away = False
+            self._stray_complete = False
+            self.connects += 1
+            self._reader = self._scope.create_task(
+                self._read(session, self._generation), name="GeminiLiveLLM reader"
+            )
+
+    async def _session_for_voice(self) -> Any:
+        """The session the user's voice goes to (opened with what is known if none)."""
+        if self._session is None:
+            await self._open(self._system or "", self._tools)
+        return self._session
+
+    def _open_failure(self, e: Exception) -> LLMError:
+        """What a refused or failed connection says (never the key)."""
+        code = getattr(e, "code", None)
+        reason = " ".join(str(getattr(e, "message", None) or e).split())
+        where = f"Gemini Live at {self._url}"
+        lowered = reason.lower()
+        if "api key" in lowered or code in (401, 403):
+            hint = _config.key_hint(self._key_name)
+            return LLMError(f"{where}: the API key was rejected — {hint}. ({reason})", status=401)
+        if "model" in lowered or code == 404:
+            return LLMError(
+                f"{where} refused the model {self._model!r}: {reason} — check -m MODEL (a Live "
+                f"model, e.g. {LIVE_DEFAULT_MODEL}) and --gemini-base-url",
+                status=404,
+            )
+        if isinstance(code, int):
+            return LLMError(f"{where} refused the session ({code}): {reason}", retryable=True)
+        return LLMError(
+            f"Could not open {where}: {e!r} — is the network up, and is --gemini-base-url "
+            f"({_config.BASE_URL_ENV}) right, if set?",
+            retryable=True,
+        )
+
+    async def _close_session(self, error: LLMError | None) -> None:
+        """Close the session (bounded); its turns end with ``error``."""
+        self._generation += 1
+        reader, self._reader = self._reader, None
+        stack, self._exit = self._exit, None
+        self._session = None
+        if reader is not None and not reader.done():
+            reader.cancel()
+            with contextlib.suppress(BaseException):
+                await asyncio.wait_for(asyncio.shield(reader), self._connect_timeout)
+        if stack is not None:
+            await _close_stack(stack, self._connect_timeout)
+        self._drop_turns(error or LLMError(f"Gemini Live at {self._url}: the session was closed"))
+
+    def _drop_turns(self, error: LLMError) -> None:
+        for turn in self._turns:
+            turn.end(error)
+        self._turns.clear()
+        self._answered = None
+        if self._hearing is not None:
+            self._hearing.done.set()
+            self._hearing = None
+        self._open_calls.clear()
+        self._changed()
+
+    # -- the reader ---------------------------------------------------------------
+    async def _read(self, session: Any, generation: int) -> None:
+        error: LLMError
+        try:
+            while True:
+                async for message in session.receive():
+                    if generation != self._generation:
+                        return
+                    self._on_message(message)
+        except asyncio.CancelledError:
+            raise
+        except Exception as e:
+            code = getattr(e, "code", None)
+            reason = " ".join(str(getattr(e, "message", None) or e).split())
+            error = LLMError(
+                f"Gemini Live at {self._url}: the connection was lost ({code}: {reason}); "
+                "the next request resumes the session",
+                retryable=True,
+            )
+        if generation == self._generation:
+            self._generation += 1
+            self._session = None
+            self._reader = None
+            stack, self._exit = self._exit, None
+            if stack is not None:
+                self._scope.create_task(
+                    _close_stack(stack, self._connect_timeout), name="GeminiLiveLLM close"
+                )
+            self._drop_turns(error)
+
+    def _current(self) -> Turn:
+        """The turn the server is producing (one nobody asked for, if none waits)."""
+        for turn in self._turns:
+            if not turn.done:
+                return turn
+        turn = Turn()
+        self._turns.append(turn)
+        self._changed()
+        return turn
+
+    def _on_message(self, message: types.LiveServerMessage) -> None:
+        resumption = message.session_resumption_update
+        if resumption is not None and resumption.resumable and resumption.new_handle:
+            self._handle = resumption.new_handle
+        if message.go_away is not None:
+            self._going_away = True
+        usage = message.usage_metadata
+        if usage is not None and self._turns:  # before the content that may end the turn
+            self._turns[0].usage = {
+                "input": usage.prompt_token_count or 0,
+                "output": (usage.response_token_count or 0) + (usage.thoughts_token_count or 0),
+                "cached": usage.cached_content_token_count or 0,
+            }
+        content = message.server_content
+        if content is not None:
+            self._on_content(content)
+        if message.tool_call is not None:
+            self._on_tool_call(message.tool_call)
+        cancelled = message.tool_call_cancellation
+        if cancelled is not None:
+            for call_id in cancelled.ids or ():
+                self._open_calls.discard(call_id)
+                self._session_calls.discard(call_id)
+            self._changed()
+
+    def _on_content(self, content: types.LiveServerContent) -> None:
+        heard = content.input_transcription
+        if heard is not None and self._hearing is not None:
+            if heard.text:
+                self._hearing.texts.append(heard.text)
+            if heard.finished:
+                self._heard(self._hearing)
+        produced = content.model_turn is not None or (
+            content.output_transcription is not None and content.output_transcription.text
+        )
+        if not produced and not content.turn_complete and not content.interrupted:
+            return
+        if content.turn_complete and not produced and self._stray_complete:
+            self._stray_complete = False  # the interrupted turn's own end
+            return
+        turn = self._current()
+        self._stray_complete = False
+        if produced and turn.hearing is not None:
+            self._heard(turn.hearing)  # the model answers: what it heard is final
+        for part in (content.model_turn.parts if content.model_turn else None) or ():
+            if part.thought:
+                continue
+            blob = part.inline_data
+            if blob is not None and blob.data and self._speaks():
+                if self._audio:
+                    turn.put(AudioDelta(blob.data, _rate(blob.mime_type)))
+                else:
+                    turn.started = True  # the audio of a transcript shown as text
+            elif part.text and not self._speaks():
+                turn.texts.append(part.text)
+                turn.put(TextDelta(part.text))
+        said = content.output_transcription
+        if said is not None and said.text and self._speaks():
+            turn.texts.append(said.text)
+            if self._audio:
+                turn.put(AudioDelta(b"", OUTPUT_RATE, said.text))
+            else:
+                turn.put(TextDelta(said.text))
+        if content.interrupted:
+            turn.interrupted = True
+            self._stray_complete = True
+            self._finish(turn)
+        elif content.turn_complete:
+            self._finish(turn)
+
+    def _speaks(self) -> bool:
+        return self._audio or not self._text_modality
+
+    def _on_tool_call(self, tool_call: types.LiveServerToolCall) -> None:
+        turn = self._current()
+        if turn.hearing is not None:
+            self._heard(turn.hearing)
+        for call in tool_call.function_calls or ():
+            if not call.name:
+                continue
+            arguments = json.dumps(call.args or {}, ensure_ascii=False, separators=(",", ":"))
+            call_id = call.id or f"gemini_live_call_{uuid.uuid4().hex[:16]}"
+            if call.id:
+                self._session_calls.add(call_id)
+            self._open_calls.add(call_id)
+            turn.calls.append(Call(call_id, call.name, canonical_args(arguments)))
+            turn.put(ToolCallChunk(call_id, call.name, arguments))
+        self._changed()
+
+    def _heard(self, hearing: Hearing) -> None:
+        """The user's utterance is transcribed: the session holds it as a user turn."""
+        if hearing.done.is_set():
+            return
+        if hearing.text:
+            self._held.append(user_unit(hearing.text).signature)
+        hearing.done.set()
+        if self._hearing is hearing:
+            self._hearing = None
+
+    def _finish(self, turn: Turn) -> None:
+        if turn.hearing is not None:
+            self._heard(turn.hearing)
+        if turn.audio and not turn.claimed and not turn.abandoned:
+            if self._answered is not None:
+                self._give_up(self._answered)
+            self._answered = turn  # held once a chat() reads it (or gives it up)
+        else:
+            self._hold(turn)
+        if turn.abandoned:
+            # Its stream was closed (a barge-in): the runtime runs none of the calls it
+            # did not see, and the next sync sees the difference.
+            for call in turn.calls:
+                self._open_calls.discard(call.call_id)
+        turn.end()
+        with contextlib.suppress(ValueError):
+            self._turns.remove(turn)
+        self._changed()
+
+    def _hold(self, turn: Turn) -> None:
+        if turn.text.strip() or turn.calls:
+            self._held.append(model_unit(turn.text, turn.calls).signature)
+
+    # -- voice (``_live_audio``) -------------------------------------------------------
+    def _voice_started(self) -> None:
+        self._hearing = Hearing()
+
+    def _voice_ended(self) -> Hearing:
+        hearing = self._hearing or Hearing()
+        self._hearing = hearing
+        self._turns.append(Turn(hearing=hearing))
+        self._changed()
+        return hearing
+
+    def _voice_unheard(self, hearing: Hearing) -> None:
+        """No transcript in time: what was heard so far is what the session holds."""
+        self._heard(hearing)
+
+    # -- chat ---------------------------------------------------------------------
+    def chat(
+        self,
+        chat_ctx: ChatContext,
+        *,
+        tools: Sequence[FunctionTool] = (),
+        tool_choice: ToolChoice | None = None,
+    ) -> LLMStream:
+        """Bring the session in line with ``chat_ctx`` and stream the model's turn."""
+        if self._missing_key is not None:
+            return failed_stream(LLMError(self._missing_key, status=401))
+        try:
+            converted = convert_context(chat_ctx)
+            choice = check_tool_choice(tool_choice, tools)
+        except LLMError as e:
+            return failed_stream(e)
+        if choice == "none":
+            # The runtime asks for a reply without tools (a background update's): the
+            # session keeps its declarations (each change would be a context update).
+            tools = self._tools
+            converted = _with_instruction(converted, "Do not call any function now.")
+        elif choice is not None and choice != "auto":
+            name = getattr(choice, "name", None)
+            what = f"the function {name}" if name else "one of your functions"
+            converted = _with_instruction(converted, f"Call {what} now.")
+        return LLMStream(self._turn(converted, list(tools)))
+
+    async def _turn(
+        self, converted: Converted, tools: list[FunctionTool]
+    ) -> AsyncGenerator[ChatChunk, None]:
+        loop = asyncio.get_running_loop()
+        start = loop.time()
+        async with self._lock:
+            turn = await self._request(converted, tools)
+            ttft: float | None = None
+            try:
+                while True:
+                    chunk = await self._next(turn, ttft is not None, start)
+                    if chunk is END:
+                        break
+                    if ttft is None:
+                        ttft = loop.time() - start
+                    assert isinstance(chunk, TextDelta | ToolCallChunk | AudioDelta)
+                    yield chunk
+            finally:
+                if not turn.done:
+                    turn.claimed = False
+                    turn.abandoned = True
+        if turn.error is not None:
+            if ttft is not None:
+                raise LLMError(
+                    f"{turn.error} (the reply was cut off after output had started)",
+                    retryable=turn.error.retryable,
+                )
+            raise turn.error
+        yield Usage(
+            input_tokens=turn.usage.get("input", 0),
+            output_tokens=turn.usage.get("output", 0),
+            cache_read_input_tokens=turn.usage.get("cached", 0),
+            ttft=ttft,
+            stop_reason="interrupted" if turn.interrupted else "turn_complete",
+        )
+
+    async def _request(self, converted: Converted, tools: list[FunctionTool]) -> Turn:
+        """Sync the session and ask for the turn (or claim the voice's answer)."""
+        await self._settle()
+        if self._going_away and self._session is not None and self._handle is not None:
+            await self._close_session(None)  # the server goes away: resume elsewhere
+        if self._session is None:
+            await self._open(converted.system, tools)
+        elif converted.system != self._system or tools_signature(tools) != self._tools_key:
+            await self._update_context(converted.system, tools)
+        answered = self._pending_answer()
+        new = plan(self._held, converted.units)
+        if answered is not None:
+            if new == [] and not converted.instructions.strip():
+                answered.claimed = True
+                if answered.done:
+                    self._answered = None
+                    self._hold(answered)
+                return answered
+            self._give_up(answered)
+            new = plan(self._held, converted.units)
+        if new is None:
+            log.info("the context differs from the Gemini Live session's: a new session")
+            self._handle = None
+            await self._close_session(None)
+            await self._open(converted.system, tools)
+            new = list(converted.units)
+        seed = not self._held  # a new session gets the whole context in one message
+        ops = operations(
+            new,
+            self._session_calls,
+            converted.instructions,
+            running=any(not t.done for t in self._turns),
+            seed=seed,
+        )
+        turn = Turn(claimed=True)
+        self._turns.append(turn)
+        self._changed()
+        try:
+            for op in ops:
+                await self._send(op)
+        except LLMError:
+            with contextlib.suppress(ValueError):
+                self._turns.remove(turn)
+            turn.end()
+            await self._close_session(None)
+            raise
+        return turn
+
+    def _pending_answer(self) -> Turn | None:
+        if self._answered is not None:
+            return self._answered
+        for turn in self._turns:
+            if turn.audio and not turn.claimed and not turn.abandoned:
+                return turn
+        return None
+
+    def _give_up(self, turn: Turn) -> None:
+        """An answer to the voice the runtime does not read (its context went on)."""
+        turn.abandoned = True
+        if turn.done:
+            self._answered = None
+            self._hold(turn)
+
+    async def _settle(self) -> None:
+        """Wait (bounded) for the turns the runtime stopped reading to end: what they add
+        to the session must be known before the sync. One that does not end in time is
+        left behind with its session (the context is taken as diverged)."""
+        waiting = [t for t in self._turns if not t.done and (t.abandoned or not t.audio)]
+        if not waiting:
+            return
+        try:
+            async with asyncio.timeout(self._settle_timeout):
+                for turn in waiting:
+                    while not turn.done:
+                        await turn.events.get()
+        except TimeoutError:
+            log.warning(
+                "a Gemini Live turn did not end in %gs: a new session", self._settle_timeout
+            )
+            self._held = [("unsettled",)]
+
+    async def _update_context(self, system: str, tools: list[FunctionTool]) -> None:
+        """New instructions or tools (a handoff): a context update, in order."""
+        update: dict[str, Any] = {"system_instruction": system or " "}
+        key = tools_signature(tools)
+        if key != self._tools_key:
+            update["tools"] = convert_tools(tools)
+        await self._guarded(self._session.send_context_update(**update), "contextUpdate")
+        self._system, self._tools, self._tools_key = system, list(tools), key
+
+    async def _send(self, op: Op) -> None:
+        session = self._session
+        if op.kind == "tool":
+            responses = [types.FunctionResponse.model_validate(r) for r in op.function_responses]
+            await self._guarded(
+                session.send_tool_response(function_responses=responses), "toolResponse"
+            )
+            for unit in op.units:
+                self._session_calls.discard(unit.call_id)
+                self._open_calls.discard(unit.call_id)
+            self._changed()
+        else:
+            turns = [types.Content.model_validate(t) for t in op.turns] or None
+            await self._guarded(
+                session.send_client_content(turns=turns, turn_complete=op.turn_complete),
+                "clientContent",
+            )
+            for unit in op.units:
+                if unit.kind == "output":
+                    self._open_calls.discard(unit.call_id)
+        self._held.extend(unit.signature for unit in op.units)
+
+    async def _guarded(self, sending: Any, what: str) -> None:
+        try:
+            await asyncio.wait_for(sending, self._connect_timeout)
+        except Exception as e:
+            raise LLMError(
+                f"Gemini Live at {self._url}: could not send {what} ({e!r}); the next "
+                "request resumes the session",
+                retryable=True,
+            ) from e
+
+    async def _next(self, turn: Turn, started: bool, start: float) -> ChatChunk | object:
+        limit, which = (
+            (self._response_timeout, "response_timeout")
+            if started or self._first_token_timeout is None
+            else (self._first_token_timeout, "first_token_timeout")
+        )
+        if limit is None:
+            return await turn.events.get()
+        try:
+            async with asyncio.timeout_at(start + limit):
+                return await turn.events.get()
+        except TimeoutError:
+            raise LLMTimeoutError(
+                f"Gemini Live at {self._url}: nothing within {limit:g}s ({which} of GeminiLiveLLM)"
+            ) from None
+
+
+def _with_instruction(converted: Converted, text: str) -> Converted:
+    joined = f"{converted.instructions}\n\n{text}" if converted.instructions else text
+    return Converted(converted.system, converted.units, joined)
+
+
+def _rate(mime_type: str | None) -> int:
+    """The sample rate of ``audio/pcm;rate=24000`` (Gemini Live's, when not said)."""
+    for piece in (mime_type or "").split(";"):
+        key, _, value = piece.strip().partition("=")
+        if key == "rate" and value.isdigit():
+            return int(value)
+    return OUTPUT_RATE
+
+
+async def _close_stack(stack: contextlib.AsyncExitStack, timeout: float) -> None:
+    with contextlib.suppress(Exception):
+        await asyncio.wait_for(stack.aclose(), timeout)

@@ -1,0 +1,303 @@
+"""A fake Gemini Live server on loopback: TLS WebSocket (``websockets``), the
+BidiGenerateContent JSON messages as google-genai sends and parses them.
+
+google-genai opens ``wss://<base_url host>/ws/google.ai.generativelanguage.<version>.
+GenerativeService.BidiGenerateContent`` (always ``wss``: the server speaks TLS with the
+self-signed ``live_cert.pem``, trusted through ``SSL_CERT_FILE``), the key in
+``x-goog-api-key``. The client sends ``setup`` first (answered ``setupComplete``), then
+``client_content`` / ``realtime_input`` / ``tool_response`` / ``contextUpdate`` (the top
+key and the fields inside in either spelling, as the real server's JSON parser takes
+them). The server sends ``serverContent`` (``modelTurn`` parts, ``outputTranscription``,
+``inputTranscription``, ``interrupted``, ``turnComplete``), ``toolCall``,
+``toolCallCancellation``, ``usageMetadata``, ``sessionResumptionUpdate`` (a handle after
+each turn; a resumed session keeps its history) and ``goAway``. Refusals close the
+socket with a code and a reason, as the real server does.
+
+A script step is a list of parts: ``("text", str)``, ``("call", name, args)``,
+``("audio", transcript)`` (PCM at 24 kHz and its transcription), ``("wait", Event)``
+(hold; an interruption ends the turn), ``("drop",)`` (abort the socket),
+``("goaway",)``. A step answers each request for a turn: client content with
+``turnComplete``, a tool response not ``SILENT``, an ``activityEnd``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import contextlib
+import itertools
+import json
+import re
+import ssl
+from collections import deque
+from pathlib import Path
+from typing import Any
+
+from websockets.asyncio.server import Server, ServerConnection, serve
+
+HERE = Path(__file__).parent
+CERT = HERE / "live_cert.pem"
+KEY = HERE / "live_key.pem"
+PATH = re.compile(r"^/ws/google\.ai\.generativelanguage\.(\w+)\.GenerativeService\.BidiGenerateContent$")
+AUDIO_PER_WORD = 2 * 2400  # bytes of 24 kHz PCM per word (0.1 s)
+
+Part = tuple[Any, ...]
+
+
+def text(value: str) -> list[Part]:
+    return [("text", value)]
+
+
+def call(name: str, **arguments: Any) -> list[Part]:
+    return [("call", name, arguments)]
+
+
+def audio(transcript: str) -> list[Part]:
+    return [("audio", transcript)]
+
+
+def get(obj: Any, camel: str) -> Any:
+    """A field in either spelling (``turnComplete`` / ``turn_complete``)."""
+    if not isinstance(obj, dict):
+        return None
+    if camel in obj:
+        return obj[camel]
+    snake = re.sub(r"([A-Z])", lambda m: "_" + m.group(1).lower(), camel)
+    return obj.get(snake)
+
+
+class _Session:
+    """What one server session holds (kept across resumptions by its handle)."""
+
+    def __init__(self, setup: dict[str, Any]) -> None:
+        self.setup = setup
+        self.history: list[dict[str, Any]] = []  # {"role", "parts"} as received or made
+        self.open_calls: dict[str, str] = {}  # id -> name
+
+
+class FakeLiveServer:
+    def __init__(self, api_key: str = "gemini-test-key") -> None:
+        self.api_key = api_key
+        self.script: deque[list[Part]] = deque()
+        self.received: list[tuple[str, Any]] = []  # (kind, body), every connection
+        self.setups: list[dict[str, Any]] = []
+        self.paths: list[str] = []
+        self.headers: list[dict[str, str]] = []
+        self.errors: list[str] = []
+        self.audio_in: list[tuple[str, bytes]] = []  # (mime type, PCM)
+        self.hear: deque[str] = deque()  # what each utterance is transcribed as
+        self.refuse_handles = False
+        self.refuse_text = False  # as audio-native models refuse the TEXT modality
+        self.connections = 0
+        self.session: _Session | None = None  # the current connection's
+        self.turn_started = asyncio.Event()
+        self.interrupted = asyncio.Event()
+        self._sessions: dict[str, _Session] = {}
+        self._handles = itertools.count(1)
+        self._calls = itertools.count(1)
+        self._server: Server | None = None
+        self._turn: asyncio.Task[None] | None = None
+        self._stop = asyncio.Event()
+
+    async def __aenter__(self) -> FakeLiveServer:
+        context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+        context.load_cert_chain(CERT, KEY)
+        self._server = await serve(self._serve, "127.0.0.1", 0, ssl=context, ping_interval=None)
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        if self._turn is not None:
+            self._turn.cancel()
+            with contextlib.suppress(BaseException):
+                await self._turn
+        assert self._server is not None
+        self._server.close()
+        await asyncio.wait_for(self._server.wait_closed(), 5)
+
+    @property
+    def url(self) -> str:
+        assert self._server is not None
+        port = next(iter(self._server.sockets)).getsockname()[1]
+        return f"https://127.0.0.1:{port}"
+
+    def push(self, *steps: list[Part]) -> None:
+        self.script.extend(steps)
+
+    def sent(self, kind: str) -> list[Any]:
+        """What the client sent of ``kind`` (``clientContent``, ``toolResponse``...)."""
+        return [body for k, body in self.received if k == kind]
+
+    def texts(self, turn: dict[str, Any]) -> str:
+        return "".join(str(get(p, "text") or "") for p in get(turn, "parts") or ())
+
+    # -- the connection -------------------------------------------------------------
+    async def _serve(self, ws: ServerConnection) -> None:
+        assert ws.request is not None
+        self.connections += 1
+        self.paths.append(ws.request.path)
+        headers = {k.lower(): v for k, v in ws.request.headers.raw_items()}
+        self.headers.append(headers)
+        if not PATH.match(ws.request.path):
+            await ws.close(1008, f"no such method {ws.request.path}")
+            return
+        try:
+            setup = get(json.loads(await ws.recv()), "setup")
+            if headers.get("x-goog-api-key") != self.api_key:
+                await ws.close(1008, "API key not valid. Please pass a valid API key.")
+                return
+            if not await self._setup(ws, setup):
+                return
+            async for raw in ws:
+                await self._handle(ws, json.loads(raw))
+        except Exception:
+            pass  # a dropped client ends its connection
+        finally:
+            if self._turn is not None and not self._turn.done():
+                self._turn.cancel()
+
+    async def _setup(self, ws: ServerConnection, setup: dict[str, Any]) -> bool:
+        self.setups.append(setup)
+        self.received.append(("setup", setup))
+        modalities = get(get(setup, "generationConfig"), "responseModalities") or []
+        if self.refuse_text and "TEXT" in modalities:
+            reason = "The requested combination of response modalities (TEXT) is not supported"
+            await ws.close(1007, reason + " by the model.")
+            return False
+        handle = get(get(setup, "sessionResumption"), "handle")
+        if handle:
+            if self.refuse_handles or handle not in self._sessions:
+                self.errors.append(f"refused handle {handle}")
+                await ws.close(1008, "Session resumption handle is invalid or expired.")
+                return False
+            self.session = self._sessions[handle]
+            self.session.setup = setup
+        else:
+            self.session = _Session(setup)
+        await self._emit(ws, {"setupComplete": {}})
+        return True
+
+    async def _emit(self, ws: ServerConnection, message: dict[str, Any]) -> None:
+        await ws.send(json.dumps(message))
+
+    async def _handle(self, ws: ServerConnection, message: dict[str, Any]) -> None:
+        session = self.session
+        assert session is not None
+        for key in ("clientContent", "realtimeInput", "toolResponse", "contextUpdate"):
+            body = get(message, key)
+            if body is not None:
+                break
+        else:
+            self.errors.append(f"unknown message {list(message)}")
+            return
+        self.received.append((key, body))
+        if key == "clientContent":
+            session.history.extend(get(body, "turns") or [])
+            if get(body, "turnComplete"):
+                await self._answer(ws)
+        elif key == "toolResponse":
+            ask = False
+            for response in get(body, "functionResponses") or []:
+                call_id = get(response, "id")
+                if call_id not in session.open_calls:
+                    self.errors.append(f"a response for no open call: {call_id}")
+                    await ws.close(1007, f"Function response id {call_id} not found.")
+                    return
+                del session.open_calls[call_id]
+                session.history.append({"role": "user", "parts": [{"functionResponse": response}]})
+                if (get(response, "scheduling") or "WHEN_IDLE") != "SILENT":
+                    ask = True
+            if ask:
+                await self._answer(ws)
+        elif key == "contextUpdate":
+            if get(body, "systemInstruction") is not None:
+                session.setup["systemInstruction"] = get(body, "systemInstruction")
+            if get(body, "tools") is not None:
+                session.setup["tools"] = get(get(body, "tools"), "tools")
+        else:
+            await self._realtime(ws, body)
+
+    async def _realtime(self, ws: ServerConnection, body: dict[str, Any]) -> None:
+        assert self.session is not None
+        blob = get(body, "audio")
+        if blob is not None:
+            self.audio_in.append((get(blob, "mimeType"), base64.b64decode(get(blob, "data"))))
+        elif get(body, "activityStart") is not None:
+            if self._turn is not None and not self._turn.done():
+                self._stop.set()  # the user's voice interrupts the model
+                with contextlib.suppress(BaseException):
+                    await self._turn
+        elif get(body, "activityEnd") is not None:
+            heard = self.hear.popleft() if self.hear else ""
+            if heard:
+                for word in _pieces(heard):
+                    await self._emit(ws, {"serverContent": {"inputTranscription": {"text": word}}})
+                self.session.history.append({"role": "user", "parts": [{"text": heard}]})
+            await self._answer(ws)
+
+    async def _answer(self, ws: ServerConnection) -> None:
+        if self._turn is not None and not self._turn.done():
+            self._stop.set()
+            with contextlib.suppress(BaseException):
+                await self._turn
+        step = self.script.popleft() if self.script else text("(no script)")
+        self._stop = asyncio.Event()
+        self._turn = asyncio.create_task(self._respond(ws, step, self._stop))
+
+    async def _respond(self, ws: ServerConnection, step: list[Part], stop: asyncio.Event) -> None:
+        session = self.session
+        assert session is not None
+        self.turn_started.set()
+        parts: list[dict[str, Any]] = []
+        said = ""
+        for part in step:
+            if part[0] == "drop":
+                ws.transport.abort()
+                return
+            if part[0] == "goaway":
+                await self._emit(ws, {"goAway": {"timeLeft": "5s"}})
+            elif part[0] == "wait":
+                waiter = asyncio.ensure_future(part[1].wait())
+                stopper = asyncio.ensure_future(stop.wait())
+                await asyncio.wait({waiter, stopper}, return_when=asyncio.FIRST_COMPLETED)
+                waiter.cancel()
+                stopper.cancel()
+                if stop.is_set():
+                    session.history.append({"role": "model", "parts": [{"text": said}]})
+                    self.interrupted.set()
+                    await self._emit(ws, {"serverContent": {"interrupted": True}})
+                    return
+            elif part[0] == "text":
+                for piece in _pieces(part[1]):
+                    said += piece
+                    turn = {"modelTurn": {"role": "model", "parts": [{"text": piece}]}}
+                    await self._emit(ws, {"serverContent": turn})
+            elif part[0] == "audio":
+                for piece in _pieces(part[1]):
+                    said += piece
+                    data = base64.b64encode(bytes(AUDIO_PER_WORD)).decode()
+                    blob = {"mimeType": "audio/pcm;rate=24000", "data": data}
+                    turn = {"modelTurn": {"role": "model", "parts": [{"inlineData": blob}]}}
+                    await self._emit(ws, {"serverContent": turn})
+                    await self._emit(
+                        ws, {"serverContent": {"outputTranscription": {"text": piece}}}
+                    )
+            else:
+                _, name, arguments = part
+                call_id = f"function-call-{next(self._calls)}"
+                session.open_calls[call_id] = name
+                function_call = {"id": call_id, "name": name, "args": arguments}
+                parts.append({"functionCall": function_call})
+                await self._emit(ws, {"toolCall": {"functionCalls": [function_call]}})
+        session.history.append({"role": "model", "parts": [{"text": said}, *parts]})
+        usage = {"promptTokenCount": 21, "responseTokenCount": 7, "totalTokenCount": 28}
+        await self._emit(ws, {"usageMetadata": usage})
+        await self._emit(ws, {"serverContent": {"turnComplete": True}})
+        handle = f"handle-{next(self._handles)}"
+        self._sessions[handle] = session
+        update = {"newHandle": handle, "resumable": True}
+        await self._emit(ws, {"sessionResumptionUpdate": update})
+
+
+def _pieces(value: str) -> list[str]:
+    words = value.split(" ")
+    return [word if n == 0 else " " + word for n, word in enumerate(words)]
