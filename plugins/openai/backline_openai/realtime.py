@@ -22,11 +22,9 @@ from __future__ import annotations
 import asyncio
 import base64
 import contextlib
-import itertools
-import json
 import logging
-from collections.abc import AsyncGenerator, Callable, Sequence
-from typing import TYPE_CHECKING, Any
+from collections.abc import AsyncGenerator, Awaitable, Callable, Sequence
+from typing import Any
 from urllib.parse import quote, urlsplit, urlunsplit
 
 from backline.limits import DEFAULT_LIMITS
@@ -57,9 +55,7 @@ from ._realtime_items import (
     new_item_id,
     server_item,
 )
-
-if TYPE_CHECKING:
-    from websockets.asyncio.client import ClientConnection
+from ._realtime_socket import RealtimeSocket
 
 __all__ = ["DEFAULT_REALTIME_MODEL", "OpenAIRealtimeLLM"]
 
@@ -71,7 +67,6 @@ DEFAULT_TRANSCRIPTION_MODEL = "gpt-4o-mini-transcribe"
 """What transcribes the user's voice (the model hears the audio itself)."""
 
 _END = object()  # the response ended (response.done)
-_REMEMBERED_EVENTS = 256  # client events whose errors can still be attributed
 
 
 class _Response:
@@ -133,7 +128,6 @@ class OpenAIRealtimeLLM:
         self._first_token_timeout = first_token_timeout
         self._response_timeout = response_timeout
         self._scope = TaskScope("OpenAIRealtimeLLM")
-        self._ws: ClientConnection | None = None
         self._lock = asyncio.Lock()  # one chat() turn at a time
         self._held = Held()  # the server's items, in order
         self._configured: asyncio.Future[None] | None = None
@@ -146,15 +140,23 @@ class OpenAIRealtimeLLM:
         self._listeners: list[Callable[[bool], None]] = []
         self._busy = False
         self._closed = False
-        self.connects = 0  # how many sockets were opened (a reconnect adds one)
-        self._event_ids = itertools.count(1)
         self._voice = voice
         self._transcription_model = transcription_model
         self._audio = False  # use_audio() was called
         self._configured_audio = False  # the open session was configured for audio
         self._ears = Ears()
         self._connecting = asyncio.Lock()
-        self._sent: dict[str, tuple[str, str]] = {}  # event_id -> (type, item id), recent
+        self._socket = RealtimeSocket(
+            self.url,
+            self._endpoint,
+            self._model,
+            key,
+            connect_timeout=connect_timeout,
+            ping_interval=ping_interval,
+            scope=self._scope,
+            on_event=self._on_event,
+            on_lost=self._lost,
+        )
 
     # -- properties -------------------------------------------------------------
     @property
@@ -172,6 +174,11 @@ class OpenAIRealtimeLLM:
         scheme = {"http": "ws", "https": "wss"}.get(parts.scheme, parts.scheme)
         path = parts.path.rstrip("/") + "/realtime"
         return urlunsplit((scheme, parts.netloc, path, f"model={quote(self._model)}", ""))
+
+    @property
+    def connects(self) -> int:
+        """How many sockets were opened (a reconnect adds one)."""
+        return self._socket.connects
 
     @property
     def missing_key(self) -> str | None:
@@ -269,146 +276,46 @@ class OpenAIRealtimeLLM:
     async def aclose(self) -> None:
         """Close the socket and stop reading (bounded)."""
         self._closed = True
-        ws, self._ws = self._ws, None
-        if ws is not None:
-            with contextlib.suppress(Exception):
-                await asyncio.wait_for(ws.close(), self._connect_timeout)
+        await self._socket.drop(self._connect_timeout)
         await self._scope.aclose()
         self._lost(LLMError("OpenAIRealtimeLLM was closed"))
 
-    async def _connect(self) -> ClientConnection:
+    async def _connect(self) -> None:
         if self._closed:
             raise LLMError("OpenAIRealtimeLLM is closed")
-        ws = self._ws
-        if ws is not None:
+        if self._socket.open_now:
             if self._audio and not self._configured_audio:
                 self._configured_audio = True
                 await self._send({"type": "session.update", "session": self._session_config()})
-            return ws
+            return
         async with self._connecting:  # a turn and the user's voice may both connect
-            ws = self._ws
-            if ws is not None:
-                return ws
-            return await self._open()
+            if not self._socket.open_now:
+                await self._open()
 
-    async def _open(self) -> ClientConnection:
-        from websockets.asyncio.client import connect
-
-        headers = {"Authorization": f"Bearer {self._key}"} if self._key else {}
-        ws: ClientConnection | None = None
-        loop = asyncio.get_running_loop()
-        self._configured = loop.create_future()
+    async def _open(self) -> None:
+        self._configured = asyncio.get_running_loop().create_future()
         try:
             async with asyncio.timeout(self._connect_timeout):
-                ws = await connect(
-                    self.url,
-                    additional_headers=headers,
-                    open_timeout=self._connect_timeout,
-                    max_size=None,
-                    proxy=None,
-                    ping_interval=self._ping_interval,
-                )
-                self._ws = ws
-                self.connects += 1
+                await self._socket.open()
                 self._held.clear()
-                self._scope.create_task(self._read(ws), name="OpenAIRealtimeLLM reader")
                 self._configured_audio = self._audio
                 await self._send({"type": "session.update", "session": self._session_config()})
                 await self._configured
         except TimeoutError:
-            await self._drop(ws)
+            await self._socket.drop()
             raise LLMError(
                 f"OpenAI Realtime at {self.url}: no session within {self._connect_timeout:g}s "
                 "(is the server up, and is --base-url right?)",
                 retryable=True,
             ) from None
         except LLMError:
-            await self._drop(ws)
+            await self._socket.drop()
             raise
-        except Exception as e:
-            await self._drop(ws)
-            raise self._open_failure(e) from e
         finally:
             self._configured = None  # only a connect in progress waits on it
-        return ws
 
-    def _open_failure(self, e: Exception) -> LLMError:
-        """What a failed handshake or connection says (never the key)."""
-        status = getattr(getattr(e, "response", None), "status_code", None)
-        where = f"OpenAI Realtime at {self.url}"
-        if not isinstance(status, int):
-            return LLMError(
-                f"Could not open {where}: {e!r} — is the server running, and is --base-url "
-                "(OPENAI_BASE_URL) right?",
-                retryable=True,
-            )
-        if status == 401:
-            hint = self._endpoint.key_hint()
-            return LLMError(f"{where}: the API key was rejected (HTTP 401) — {hint}", status=401)
-        if status == 403:
-            message = f"{where}: HTTP 403 (the API key may not have access to realtime models)"
-            return LLMError(message, status=403)
-        if status == 404:
-            return LLMError(
-                f"{where}: not found (HTTP 404) — check -m MODEL ({self._model!r}) and "
-                "--base-url (the socket is <base-url>/realtime; the base URL usually ends in /v1)",
-                status=404,
-            )
-        retryable = status in (408, 409, 429) or status >= 500
-        return LLMError(
-            f"{where} refused the connection: HTTP {status}", retryable=retryable, status=status
-        )
-
-    async def _drop(self, ws: ClientConnection | None) -> None:
-        if ws is not None and self._ws is ws:
-            self._ws = None
-        if ws is not None:
-            with contextlib.suppress(Exception):
-                await asyncio.wait_for(ws.close(), 1.0)
-
-    async def _send(self, event: dict[str, Any], item_id: str = "") -> None:
-        ws = self._ws
-        if ws is None:
-            raise LLMError(f"OpenAI Realtime at {self.url}: the connection is closed")
-        # An error names the client event that caused it: remember what each one was.
-        event_id = event["event_id"] = f"bl_evt_{next(self._event_ids)}"
-        self._sent[event_id] = (str(event["type"]), item_id)
-        if len(self._sent) > _REMEMBERED_EVENTS:
-            del self._sent[next(iter(self._sent))]
-        try:
-            await asyncio.wait_for(ws.send(json.dumps(event)), self._connect_timeout)
-        except (TimeoutError, OSError, Exception) as e:
-            if isinstance(e, LLMError):
-                raise
-            raise LLMError(
-                f"OpenAI Realtime at {self.url}: could not send {event['type']} ({e!r})",
-                retryable=True,
-            ) from e
-
-    # -- the reader ---------------------------------------------------------------
-    async def _read(self, ws: ClientConnection) -> None:
-        error: LLMError
-        try:
-            async for raw in ws:
-                event = json.loads(raw)
-                if isinstance(event, dict):
-                    self._on_event(event)
-            error = LLMError(
-                f"OpenAI Realtime at {self.url}: the server closed the connection "
-                f"(code {ws.close_code}); the next request reconnects",
-                retryable=True,
-            )
-        except asyncio.CancelledError:
-            raise
-        except Exception as e:
-            error = LLMError(
-                f"OpenAI Realtime at {self.url}: the connection was lost ({e!r}); the next "
-                "request reconnects",
-                retryable=True,
-            )
-        if self._ws is ws:
-            self._ws = None
-            self._lost(error)
+    def _send(self, event: dict[str, Any], item_id: str = "") -> Awaitable[None]:
+        return self._socket.send(event, item_id)
 
     def _lost(self, error: LLMError) -> None:
         """The socket is gone: nothing is held by the server any more."""
@@ -509,7 +416,7 @@ class OpenAIRealtimeLLM:
         if self._configured is not None and not self._configured.done():
             self._configured.set_exception(LLMError(f"OpenAI Realtime session error: {message}"))
             return
-        cause, item_id = self._sent.get(str(error.get("event_id") or ""), ("", ""))
+        cause, item_id = self._socket.cause(str(error.get("event_id") or ""))
         if cause == "conversation.item.create":
             # The model will not see that item (warned above). It is not sent again:
             # a refused item would be refused at every sync, and the items after it
@@ -591,7 +498,7 @@ class OpenAIRealtimeLLM:
                     response.done = True
                     if self._response is response:
                         self._response = None
-                    if self._ws is not None and (self._running or self._pending_create):
+                    if self._socket.open_now and (self._running or self._pending_create):
                         with contextlib.suppress(LLMError):
                             await self._send({"type": "response.cancel"})
         if response.error is not None:
@@ -651,7 +558,7 @@ class OpenAIRealtimeLLM:
         except LLMError:
             # Half a sync leaves what the server holds unknown: start again on a new
             # session at the next request (it sends the whole conversation).
-            await self._drop(self._ws)
+            await self._socket.drop()
             self._lost(LLMError(f"OpenAI Realtime at {self.url}: a sync failed"))
             raise
 
