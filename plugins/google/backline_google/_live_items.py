@@ -116,8 +116,8 @@ def output_unit(call_id: str, name: str, text: str, is_error: bool = False) -> U
 class Converted:
     """A context as the Live session sees it: its ``system`` instruction (the system and
     developer messages before the conversation), its ``units``, and the reply's own
-    ``instructions`` (system messages after the conversation started: the runtime adds
-    them for one reply)."""
+    ``instructions`` (system messages after the conversation started, or after the first
+    when there is no conversation yet: the runtime adds them for one reply)."""
 
     system: str
     units: list[Unit]
@@ -170,6 +170,9 @@ def convert_context(chat_ctx: ChatContext) -> Converted:
             name = item.name or seen_calls[item.call_id]
             units.append(output_unit(item.call_id, name, item.output, item.is_error))
     close_run()
+    if not started and len(system) > 1:
+        # No conversation yet: the first is the agent's, the others the reply's own.
+        system, instructions = system[:1], system[1:]
     return Converted("\n\n".join(system), units, "\n\n".join(instructions))
 
 

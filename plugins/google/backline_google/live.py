@@ -51,7 +51,6 @@ from backline.llm import (
     check_tool_choice,
     failed_stream,
 )
-from backline.speech import SpeechToText
 from backline.tasks import TaskScope
 
 from . import _config
@@ -238,20 +237,6 @@ class GeminiLiveLLM:
             except Exception:
                 log.exception("a background-work listener raised")
 
-    # -- SpeakingModel --------------------------------------------------------------
-    def use_audio(self) -> SpeechToText:
-        """Answer with audio from now on (``AudioDelta``, 24 kHz, with the transcript),
-        and give the speech-to-text engine whose streams send the user's voice to the
-        model. An open text session is replaced at the next turn (seeded)."""
-        from ._live_audio import GeminiLiveSTT
-
-        if not self._audio:
-            self._audio = True
-            self._handle = None  # a session set up for text is not resumed for audio
-            if self._session is not None:
-                self._held = [("text session",)]  # diverged: the next turn opens a new one
-        return GeminiLiveSTT(self)
-
     # -- lifecycle ----------------------------------------------------------------
     async def aclose(self) -> None:
         """Close the session and the client this object made (bounded)."""
@@ -346,12 +331,6 @@ class GeminiLiveLLM:
             self._reader = self._scope.create_task(
                 self._read(session, self._generation), name="GeminiLiveLLM reader"
             )
-
-    async def _session_for_voice(self) -> Any:
-        """The session the user's voice goes to (opened with what is known if none)."""
-        if self._session is None:
-            await self._open(self._system or "", self._tools)
-        return self._session
 
     def _open_failure(self, e: Exception) -> LLMError:
         """What a refused or failed connection says (never the key)."""
@@ -563,21 +542,6 @@ class GeminiLiveLLM:
         if turn.text.strip() or turn.calls:
             self._held.append(model_unit(turn.text, turn.calls).signature)
 
-    # -- voice (``_live_audio``) -------------------------------------------------------
-    def _voice_started(self) -> None:
-        self._hearing = Hearing()
-
-    def _voice_ended(self) -> Hearing:
-        hearing = self._hearing or Hearing()
-        self._hearing = hearing
-        self._turns.append(Turn(hearing=hearing))
-        self._changed()
-        return hearing
-
-    def _voice_unheard(self, hearing: Hearing) -> None:
-        """No transcript in time: what was heard so far is what the session holds."""
-        self._heard(hearing)
-
     # -- chat ---------------------------------------------------------------------
     def chat(
         self,
@@ -668,6 +632,7 @@ class GeminiLiveLLM:
             await self._open(converted.system, tools)
             new = list(converted.units)
         seed = not self._held  # a new session gets the whole context in one message
+        self._open_calls &= _running_calls(converted)
         ops = operations(
             new,
             self._session_calls,
@@ -778,6 +743,12 @@ class GeminiLiveLLM:
             raise LLMTimeoutError(
                 f"Gemini Live at {self._url}: nothing within {limit:g}s ({which} of GeminiLiveLLM)"
             ) from None
+
+
+def _running_calls(converted: Converted) -> set[str]:
+    """The calls of the context without a result: only these can still be open."""
+    calls = {c.call_id for u in converted.units if u.kind == "model" for c in u.calls}
+    return calls - {u.call_id for u in converted.units if u.kind == "output"}
 
 
 def _with_instruction(converted: Converted, text: str) -> Converted:

@@ -38,7 +38,9 @@ from websockets.asyncio.server import Server, ServerConnection, serve
 HERE = Path(__file__).parent
 CERT = HERE / "live_cert.pem"
 KEY = HERE / "live_key.pem"
-PATH = re.compile(r"^/ws/google\.ai\.generativelanguage\.(\w+)\.GenerativeService\.BidiGenerateContent$")
+PATH = re.compile(
+    r"^/ws/google\.ai\.generativelanguage\.(\w+)\.GenerativeService\.BidiGenerateContent$"
+)
 AUDIO_PER_WORD = 2 * 2400  # bytes of 24 kHz PCM per word (0.1 s)
 
 Part = tuple[Any, ...]

@@ -60,7 +60,10 @@ async def get_weather(city: str) -> str:
 def user_texts(server: FakeLiveServer) -> list[tuple[str, bool]]:
     """Each clientContent's turns' text, and its turnComplete."""
     return [
-        (" | ".join(server.texts(t) for t in get(body, "turns") or []), bool(get(body, "turnComplete")))
+        (
+            " | ".join(server.texts(t) for t in get(body, "turns") or []),
+            bool(get(body, "turnComplete")),
+        )
         for body in server.sent("clientContent")
     ]
 
@@ -104,3 +107,282 @@ async def test_a_text_turn_in_a_session(
         "completed",
     )
     assert metrics.ttft is not None and metrics.output_tokens == 7
+
+
+async def test_a_tool_call_is_non_blocking_and_its_result_scheduled(
+    server: FakeLiveServer, make_llm: Callable[..., GeminiLiveLLM]
+) -> None:
+    server.push(fl.call("get_weather", city="Oslo"), fl.text("It is sunny in Oslo."))
+    llm = make_llm()
+    changes: list[bool] = []
+    llm.add_background_work_listener(changes.append)
+    session: Session[Any] = Session(llm, tools=[get_weather])
+    await session.start(Agent("Help."))
+    result = await session.run(user_input="weather in Oslo?", timeout=WAIT)
+    result.expect.next_event().is_function_call(name="get_weather", arguments={"city": "Oslo"})
+    result.expect.next_event().is_function_call_output(output="Sunny in Oslo.")
+    result.expect.next_event().is_message(role="assistant", content="It is sunny in Oslo.")
+    await session.aclose()
+
+    assert server.errors == []
+    (declaration,) = get(server.setups[0]["tools"][0], "functionDeclarations")
+    assert declaration["name"] == "get_weather" and declaration["behavior"] == "NON_BLOCKING"
+    (response,) = server.sent("toolResponse")
+    (answer,) = get(response, "functionResponses")
+    assert answer == {
+        "id": "function-call-1",
+        "name": "get_weather",
+        "response": {"output": "Sunny in Oslo."},
+        "scheduling": "WHEN_IDLE",
+    }
+    assert user_texts(server) == [("weather in Oslo?", True)]  # nothing sent twice
+    assert server.connections == 1
+    # Catalog 132: busy from the request, through the open call and the continuation.
+    assert changes == [True, False]
+    assert llm.background_work_running is False
+
+
+async def test_silent_and_spoken_background_updates(
+    server: FakeLiveServer, make_llm: Callable[..., GeminiLiveLLM]
+) -> None:
+    go_silent, go_spoken = asyncio.Event(), asyncio.Event()
+
+    @background("coder", description="Writes code in the repository.")
+    async def coder(ctx: BackgroundContext) -> None:
+        async for task in ctx.messages():
+            async with ctx.turn():
+                await go_silent.wait()
+                await ctx.send(f"started: {task}", silent=True)
+                await go_spoken.wait()
+                await ctx.send(f"finished: {task}")
+
+    server.push(
+        fl.call("backline_send", background_session_id="coder", content="fix the login"),
+        fl.text("I asked the coder."),
+        fl.text("The login is fixed."),
+    )
+    llm = make_llm()
+    session: Session[Any] = Session(llm, background=[coder])
+    rec = Recorder(session)
+    spoken = asyncio.Event()
+    session.on("background_reply", lambda e: spoken.set() if e.status == "completed" else None)
+    await session.start(Agent("You front a coding agent."))
+    await session.run(user_input="fix the login", timeout=WAIT)
+    noted = asyncio.Event()
+    session.on("background_message", lambda e: noted.set())
+    go_silent.set()
+    await asyncio.wait_for(noted.wait(), WAIT)
+    assert await session.wait_for_idle(timeout=WAIT)
+    go_spoken.set()
+    await asyncio.wait_for(spoken.wait(), WAIT)
+    assert await session.wait_for_idle(timeout=WAIT)
+    await session.aclose()
+
+    assert server.errors == []
+    assert [e.content for e in rec.of("background_message")] == [
+        "started: fix the login",
+        "finished: fix the login",
+    ]
+    sent = user_texts(server)
+    assert sent[0] == ("fix the login", True)
+    # The silent note only joined the context (turnComplete false); the spoken update
+    # asked for the reply (its own instructions after it, turnComplete true).
+    silent, spoken_update = sent[1], sent[2]
+    assert "started: fix the login" in silent[0] and silent[1] is False
+    assert "finished: fix the login" in spoken_update[0]
+    assert sent[-1][1] is True and all(not complete for _, complete in sent[1:-1])
+    assert server.connections == 1
+    assert server.texts(server.session.history[-1]) == "The login is fixed."
+
+
+async def test_barge_in_and_the_new_session_seeded_with_the_context(
+    server: FakeLiveServer, make_llm: Callable[..., GeminiLiveLLM]
+) -> None:
+    release = asyncio.Event()
+    server.push(
+        [("text", "Once upon a time"), ("wait", release), ("text", "there was a fox.")],
+        fl.text("Sure."),
+    )
+    llm = make_llm(settle_timeout=5.0)
+    session: Session[Any] = Session(llm, user_away_timeout=None)
+    await session.start(Agent("Tell stories."))
+    speaking = asyncio.Event()
+    session.on("agent_state_changed", lambda e: speaking.set() if e.new == "speaking" else None)
+    session.push_user_turn("a story")
+    await asyncio.wait_for(speaking.wait(), WAIT)
+    session.interrupt()
+    assert await session.wait_for_idle(timeout=WAIT)
+    # Closing the stream sends nothing (a client-content turn has no cancel): the model
+    # is still busy on the server until its turn ends.
+    assert [k for k, _ in server.received] == ["setup", "clientContent"]
+    assert llm.background_work_running
+    release.set()
+    result = await session.run(user_input="another one", timeout=WAIT)
+    result.expect.contains_message(role="assistant", content="Sure.")
+    await session.aclose()
+
+    assert server.errors == []
+    # The reply was cut to what was heard: the session held more, and cannot delete it.
+    # A new session got the whole context in one message, ending with the new turn.
+    assert server.connections == 2
+    assert get(server.setups[1], "sessionResumption") == {}  # fresh, not resumed
+    seeded = server.sent("clientContent")[-1]
+    turns = get(seeded, "turns")
+    assert [t["role"] for t in turns] == ["user", "model", "user"]
+    assert server.texts(turns[0]) == "a story" and server.texts(turns[2]) == "another one"
+    assert server.texts(turns[1]) == "Once upon a time"  # what was shown, not the fox
+    assert get(seeded, "turnComplete") is True
+
+
+async def test_a_handoff_reuses_the_model_with_the_new_agents_context(
+    server: FakeLiveServer, make_llm: Callable[..., GeminiLiveLLM]
+) -> None:
+    class Billing(Agent):
+        def __init__(self) -> None:
+            super().__init__("You handle billing.")
+
+        async def on_enter(self) -> None:
+            self.session.generate_reply(instructions="greet")
+
+    class Front(Agent):
+        def __init__(self) -> None:
+            super().__init__("You are the front desk.")
+
+        @function_tool
+        async def to_billing(self) -> tuple[str, Agent]:
+            """Transfer to billing."""
+            return "transferring", Billing()
+
+    server.push(fl.text("One moment.") + fl.call("to_billing"), fl.text("Billing here."))
+    llm = make_llm()
+    session: Session[Any] = Session(llm)
+    await session.start(Front())
+    result = await session.run(user_input="billing please", timeout=WAIT)
+    result.expect.contains_message(role="assistant", content="Billing here.")
+    assert type(session.current_agent) is Billing
+    assert len(llm._listeners) == 1
+    await session.aclose()
+    assert llm._listeners == []
+
+    assert server.errors == []
+    assert llm.background_work_running is False  # the handoff's call is not left open
+    # The new agent starts with a context of its own: the session held another one and
+    # cannot delete it, so a new session is set up with the new agent's instructions
+    # and tools (the reply's own instructions as its last turn).
+    assert server.connections == 2
+    second = server.setups[1]
+    assert server.texts(get(second, "systemInstruction")) == "You handle billing."
+    assert "tools" not in second
+    (greet,) = get(server.sent("clientContent")[-1], "turns")
+    assert server.texts(greet).endswith("greet")
+    assert server.texts(server.session.history[-1]) == "Billing here."
+
+
+async def test_a_dropped_socket_fails_the_turn_and_the_next_resumes_with_the_handle(
+    server: FakeLiveServer, make_llm: Callable[..., GeminiLiveLLM]
+) -> None:
+    server.push(fl.text("Hello."), [("text", "Hel"), ("drop",)], fl.text("Hello again."))
+    llm = make_llm()
+    ctx = ChatContext()
+    ctx.add_message(role="user", content="hi")
+    await drain(llm, ctx)
+    handle = llm.resumption_handle
+    assert handle == "handle-1"
+    ctx.add_message(role="assistant", content="Hello.")
+    ctx.add_message(role="user", content="still there?")
+    with pytest.raises(LLMError, match="connection was lost") as raised:
+        await asyncio.wait_for(drain(llm, ctx), WAIT)
+    assert "resumes" in str(raised.value) and raised.value.retryable
+    assert llm.background_work_running is False
+    ctx.add_message(role="user", content="are you there?")
+    chunks = await drain(llm, ctx)
+    assert "".join(c.text for c in chunks if isinstance(c, TextDelta)) == "Hello again."
+    assert (server.connections, llm.connects, llm.resumed) == (2, 2, 1)
+    assert get(server.setups[1], "sessionResumption") == {"handle": handle}
+    # The resumed session holds what was sent: only the new turn goes.
+    assert user_texts(server)[-1] == ("are you there?", True)
+
+
+async def test_a_refused_handle_falls_back_to_a_fresh_seeded_session(
+    server: FakeLiveServer, make_llm: Callable[..., GeminiLiveLLM]
+) -> None:
+    server.push(fl.text("Hello."), [("drop",)], fl.text("Back."))
+    llm = make_llm()
+    ctx = ChatContext()
+    ctx.add_message(role="user", content="hi")
+    await drain(llm, ctx)
+    ctx.add_message(role="assistant", content="Hello.")
+    ctx.add_message(role="user", content="one")
+    with pytest.raises(LLMError):
+        await asyncio.wait_for(drain(llm, ctx), WAIT)
+    server.refuse_handles = True
+    ctx.add_message(role="user", content="two")
+    chunks = await drain(llm, ctx)
+    assert "".join(c.text for c in chunks if isinstance(c, TextDelta)) == "Back."
+    assert server.errors == ["refused handle handle-1"]
+    assert server.connections == 3
+    assert get(server.setups[2], "sessionResumption") == {}
+    seeded = server.sent("clientContent")[-1]
+    assert [server.texts(t) for t in get(seeded, "turns")] == ["hi", "Hello.", "one", "two"]
+
+
+async def test_usage_and_the_stream(
+    server: FakeLiveServer, make_llm: Callable[..., GeminiLiveLLM]
+) -> None:
+    server.push(fl.text("One two three"))
+    llm = make_llm()
+    ctx = ChatContext()
+    ctx.add_message(role="user", content="count")
+    chunks = await drain(llm, ctx)
+    assert [c.text for c in chunks if isinstance(c, TextDelta)] == ["One", " two", " three"]
+    usage = chunks[-1]
+    assert isinstance(usage, Usage)
+    assert (usage.input_tokens, usage.output_tokens) == (21, 7)
+    assert usage.stop_reason == "turn_complete" and usage.ttft is not None
+
+
+async def test_a_model_that_refuses_text_answers_with_its_transcript(
+    server: FakeLiveServer, make_llm: Callable[..., GeminiLiveLLM]
+) -> None:
+    server.refuse_text = True
+    server.push(fl.audio("Hi there."))
+    llm = make_llm(text_modality=None)
+    ctx = ChatContext()
+    ctx.add_message(role="user", content="hi")
+    chunks = await drain(llm, ctx)
+    assert "".join(c.text for c in chunks if isinstance(c, TextDelta)) == "Hi there."
+    assert [get(s, "generationConfig")["responseModalities"] for s in server.setups] == [
+        ["TEXT"],
+        ["AUDIO"],
+    ]
+    assert get(server.setups[1], "outputAudioTranscription") == {}
+
+
+async def test_a_wrong_key_says_what_to_do(
+    server: FakeLiveServer, make_llm: Callable[..., GeminiLiveLLM]
+) -> None:
+    llm = make_llm(api_key="wrong-key")
+    ctx = ChatContext()
+    ctx.add_message(role="user", content="hi")
+    with pytest.raises(LLMError, match="API key was rejected") as raised:
+        await asyncio.wait_for(drain(llm, ctx), WAIT)
+    assert "wrong-key" not in str(raised.value) and raised.value.status == 401
+
+
+async def test_a_cancelled_turns_calls_are_not_left_open(
+    server: FakeLiveServer, make_llm: Callable[..., GeminiLiveLLM]
+) -> None:
+    hold = asyncio.Event()
+    server.push([*fl.call("get_weather", city="Oslo"), ("wait", hold)])
+    llm = make_llm()
+    ctx = ChatContext()
+    ctx.add_message(role="user", content="weather?")
+    stream = llm.chat(ctx, tools=[get_weather])
+    assert isinstance(await anext(stream), ToolCallChunk)
+    await stream.aclose()  # a barge-in: the runtime runs none of its calls
+    assert llm.background_work_running
+    settled = asyncio.Event()
+    llm.add_background_work_listener(lambda busy: settled.set() if not busy else None)
+    hold.set()
+    await asyncio.wait_for(settled.wait(), WAIT)
+    assert llm.background_work_running is False
