@@ -24,12 +24,8 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
 import logging
-import os
-import uuid
-from collections import deque
-from collections.abc import AsyncGenerator, Callable, Sequence
+from collections.abc import AsyncGenerator, Sequence
 from typing import Any
 
 from google import genai
@@ -55,19 +51,16 @@ from backline.tasks import TaskScope
 
 from . import _config
 from ._live_items import (
-    Call,
     Converted,
     Op,
-    canonical_args,
     convert_context,
     convert_tools,
-    model_unit,
     operations,
     plan,
     tools_signature,
-    user_unit,
 )
-from ._live_turns import END, Hearing, Turn
+from ._live_state import LiveState
+from ._live_turns import END, Turn
 
 __all__ = ["LIVE_DEFAULT_MODEL", "GeminiLiveLLM"]
 
@@ -85,7 +78,7 @@ def _audio_native(model: str) -> bool:
     return "native-audio" in name or (name.startswith("gemini-3") and "live" in name)
 
 
-class GeminiLiveLLM:
+class GeminiLiveLLM(LiveState):
     """A Gemini Live model as a voice agent's LLM.
 
     ``model`` defaults to ``LIVE_DEFAULT_MODEL``; ``api_key`` to ``$GEMINI_API_KEY``,
@@ -129,7 +122,8 @@ class GeminiLiveLLM:
                 raise ValueError(f"{name} must be a positive number of seconds, got {value}")
         if client is not None and (api_key is not None or base_url is not None):
             raise ValueError("pass either client= or api_key=/base_url=, not both")
-        self._model = model or os.environ.get(_config.MODEL_ENV) or LIVE_DEFAULT_MODEL
+        super().__init__()
+        self._model = model or LIVE_DEFAULT_MODEL
         self._missing_key: str | None = None
         self._key_name: str | None = None
         self._own_client = client is None
@@ -168,18 +162,6 @@ class GeminiLiveLLM:
         self._system: str | None = None  # what the session was set up or updated with
         self._tools: list[FunctionTool] = []
         self._tools_key = ""
-        self._held: list[tuple[Any, ...]] = []  # the signatures of what the session holds
-        self._session_calls: set[str] = set()  # calls it made, not answered yet
-        self._open_calls: set[str] = set()
-        self._turns: deque[Turn] = deque()
-        self._answered: Turn | None = None  # an answer to the voice no chat() read yet
-        self._hearing: Hearing | None = None
-        self._stray_complete = False  # an interrupted turn's turnComplete may follow
-        self._handle: str | None = None
-        self._going_away = False
-        self._audio = False
-        self._listeners: list[Callable[[bool], None]] = []
-        self._busy = False
         self._closed = False
         self.connects = 0  # sessions opened (a resumption adds one)
         self.resumed = 0  # of which with a resumption handle
@@ -213,29 +195,6 @@ class GeminiLiveLLM:
 
     def __repr__(self) -> str:
         return f"GeminiLiveLLM(model={self._model!r}, base_url={self._url!r})"
-
-    # -- RealtimeSession ----------------------------------------------------------
-    @property
-    def background_work_running(self) -> bool:
-        return self._busy
-
-    def add_background_work_listener(self, listener: Callable[[bool], None]) -> None:
-        self._listeners.append(listener)
-
-    def remove_background_work_listener(self, listener: Callable[[bool], None]) -> None:
-        if listener in self._listeners:
-            self._listeners.remove(listener)
-
-    def _changed(self) -> None:
-        busy = any(not t.done for t in self._turns) or bool(self._open_calls)
-        if busy == self._busy:
-            return
-        self._busy = busy
-        for listener in list(self._listeners):
-            try:
-                listener(busy)
-            except Exception:
-                log.exception("a background-work listener raised")
 
     # -- lifecycle ----------------------------------------------------------------
     async def aclose(self) -> None:
@@ -369,17 +328,6 @@ class GeminiLiveLLM:
             await _close_stack(stack, self._connect_timeout)
         self._drop_turns(error or LLMError(f"Gemini Live at {self._url}: the session was closed"))
 
-    def _drop_turns(self, error: LLMError) -> None:
-        for turn in self._turns:
-            turn.end(error)
-        self._turns.clear()
-        self._answered = None
-        if self._hearing is not None:
-            self._hearing.done.set()
-            self._hearing = None
-        self._open_calls.clear()
-        self._changed()
-
     # -- the reader ---------------------------------------------------------------
     async def _read(self, session: Any, generation: int) -> None:
         error: LLMError
@@ -409,138 +357,6 @@ class GeminiLiveLLM:
                     _close_stack(stack, self._connect_timeout), name="GeminiLiveLLM close"
                 )
             self._drop_turns(error)
-
-    def _current(self) -> Turn:
-        """The turn the server is producing (one nobody asked for, if none waits)."""
-        for turn in self._turns:
-            if not turn.done:
-                return turn
-        turn = Turn()
-        self._turns.append(turn)
-        self._changed()
-        return turn
-
-    def _on_message(self, message: types.LiveServerMessage) -> None:
-        resumption = message.session_resumption_update
-        if resumption is not None and resumption.resumable and resumption.new_handle:
-            self._handle = resumption.new_handle
-        if message.go_away is not None:
-            self._going_away = True
-        usage = message.usage_metadata
-        if usage is not None and self._turns:  # before the content that may end the turn
-            self._turns[0].usage = {
-                "input": usage.prompt_token_count or 0,
-                "output": (usage.response_token_count or 0) + (usage.thoughts_token_count or 0),
-                "cached": usage.cached_content_token_count or 0,
-            }
-        content = message.server_content
-        if content is not None:
-            self._on_content(content)
-        if message.tool_call is not None:
-            self._on_tool_call(message.tool_call)
-        cancelled = message.tool_call_cancellation
-        if cancelled is not None:
-            for call_id in cancelled.ids or ():
-                self._open_calls.discard(call_id)
-                self._session_calls.discard(call_id)
-            self._changed()
-
-    def _on_content(self, content: types.LiveServerContent) -> None:
-        heard = content.input_transcription
-        if heard is not None and self._hearing is not None:
-            if heard.text:
-                self._hearing.texts.append(heard.text)
-            if heard.finished:
-                self._heard(self._hearing)
-        produced = content.model_turn is not None or (
-            content.output_transcription is not None and content.output_transcription.text
-        )
-        if not produced and not content.turn_complete and not content.interrupted:
-            return
-        if content.turn_complete and not produced and self._stray_complete:
-            self._stray_complete = False  # the interrupted turn's own end
-            return
-        turn = self._current()
-        self._stray_complete = False
-        if produced and turn.hearing is not None:
-            self._heard(turn.hearing)  # the model answers: what it heard is final
-        for part in (content.model_turn.parts if content.model_turn else None) or ():
-            if part.thought:
-                continue
-            blob = part.inline_data
-            if blob is not None and blob.data and self._speaks():
-                if self._audio:
-                    turn.put(AudioDelta(blob.data, _rate(blob.mime_type)))
-                else:
-                    turn.started = True  # the audio of a transcript shown as text
-            elif part.text and not self._speaks():
-                turn.texts.append(part.text)
-                turn.put(TextDelta(part.text))
-        said = content.output_transcription
-        if said is not None and said.text and self._speaks():
-            turn.texts.append(said.text)
-            if self._audio:
-                turn.put(AudioDelta(b"", OUTPUT_RATE, said.text))
-            else:
-                turn.put(TextDelta(said.text))
-        if content.interrupted:
-            turn.interrupted = True
-            self._stray_complete = True
-            self._finish(turn)
-        elif content.turn_complete:
-            self._finish(turn)
-
-    def _speaks(self) -> bool:
-        return self._audio or not self._text_modality
-
-    def _on_tool_call(self, tool_call: types.LiveServerToolCall) -> None:
-        turn = self._current()
-        if turn.hearing is not None:
-            self._heard(turn.hearing)
-        for call in tool_call.function_calls or ():
-            if not call.name:
-                continue
-            arguments = json.dumps(call.args or {}, ensure_ascii=False, separators=(",", ":"))
-            call_id = call.id or f"gemini_live_call_{uuid.uuid4().hex[:16]}"
-            if call.id:
-                self._session_calls.add(call_id)
-            self._open_calls.add(call_id)
-            turn.calls.append(Call(call_id, call.name, canonical_args(arguments)))
-            turn.put(ToolCallChunk(call_id, call.name, arguments))
-        self._changed()
-
-    def _heard(self, hearing: Hearing) -> None:
-        """The user's utterance is transcribed: the session holds it as a user turn."""
-        if hearing.done.is_set():
-            return
-        if hearing.text:
-            self._held.append(user_unit(hearing.text).signature)
-        hearing.done.set()
-        if self._hearing is hearing:
-            self._hearing = None
-
-    def _finish(self, turn: Turn) -> None:
-        if turn.hearing is not None:
-            self._heard(turn.hearing)
-        if turn.audio and not turn.claimed and not turn.abandoned:
-            if self._answered is not None:
-                self._give_up(self._answered)
-            self._answered = turn  # held once a chat() reads it (or gives it up)
-        else:
-            self._hold(turn)
-        if turn.abandoned:
-            # Its stream was closed (a barge-in): the runtime runs none of the calls it
-            # did not see, and the next sync sees the difference.
-            for call in turn.calls:
-                self._open_calls.discard(call.call_id)
-        turn.end()
-        with contextlib.suppress(ValueError):
-            self._turns.remove(turn)
-        self._changed()
-
-    def _hold(self, turn: Turn) -> None:
-        if turn.text.strip() or turn.calls:
-            self._held.append(model_unit(turn.text, turn.calls).signature)
 
     # -- chat ---------------------------------------------------------------------
     def chat(
@@ -654,21 +470,6 @@ class GeminiLiveLLM:
             raise
         return turn
 
-    def _pending_answer(self) -> Turn | None:
-        if self._answered is not None:
-            return self._answered
-        for turn in self._turns:
-            if turn.audio and not turn.claimed and not turn.abandoned:
-                return turn
-        return None
-
-    def _give_up(self, turn: Turn) -> None:
-        """An answer to the voice the runtime does not read (its context went on)."""
-        turn.abandoned = True
-        if turn.done:
-            self._answered = None
-            self._hold(turn)
-
     async def _settle(self) -> None:
         """Wait (bounded) for the turns the runtime stopped reading to end: what they add
         to the session must be known before the sync. One that does not end in time is
@@ -754,15 +555,6 @@ def _running_calls(converted: Converted) -> set[str]:
 def _with_instruction(converted: Converted, text: str) -> Converted:
     joined = f"{converted.instructions}\n\n{text}" if converted.instructions else text
     return Converted(converted.system, converted.units, joined)
-
-
-def _rate(mime_type: str | None) -> int:
-    """The sample rate of ``audio/pcm;rate=24000`` (Gemini Live's, when not said)."""
-    for piece in (mime_type or "").split(";"):
-        key, _, value = piece.strip().partition("=")
-        if key == "rate" and value.isdigit():
-            return int(value)
-    return OUTPUT_RATE
 
 
 async def _close_stack(stack: contextlib.AsyncExitStack, timeout: float) -> None:

@@ -84,10 +84,18 @@ def test_the_plugin_is_listed_with_its_llm_option_and_models() -> None:
     (info,) = [p for p in json.loads(out.stdout) if p["name"] == "google"]
     assert info["distribution"] == "backline-google"
     assert (info["llms"], info["options"], info["status"]) == (
-        ["gemini"],
+        ["gemini", "gemini-live"],
         ["--gemini-base-url"],
         "loaded",
     )
     models = run("models", env=cli_env())
     assert models.returncode == 0, models.stderr
     assert "gemini-2.5-flash (default)" in models.stdout
+    assert "gemini-3.1-flash-live-preview (default)" in models.stdout
+
+
+def test_llm_gemini_live_without_a_key_says_what_to_set() -> None:
+    out = run("console", "--plain", "--llm", "gemini-live", env=cli_env())
+    assert out.returncode == 1
+    assert "GEMINI_API_KEY is not set" in out.stderr
+    assert "Traceback" not in out.stderr
