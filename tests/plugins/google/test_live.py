@@ -14,6 +14,7 @@ from backline_google.live import GeminiLiveLLM
 
 from backline import Agent, BackgroundContext, LLMMetrics, Session, background, function_tool
 from backline.llm import ChatContext, LLMError, TextDelta, ToolCallChunk, Usage
+from backline.testing.clock import virtual_clock
 from tests.conftest import Recorder
 from tests.plugins.google import fake_live as fl
 from tests.plugins.google.conftest import TEST_KEY
@@ -386,3 +387,38 @@ async def test_a_cancelled_turns_calls_are_not_left_open(
     hold.set()
     await asyncio.wait_for(settled.wait(), WAIT)
     assert llm.background_work_running is False
+
+
+async def test_a_slow_tool_keeps_the_user_present_while_the_model_works(
+    server: FakeLiveServer, make_llm: Callable[..., GeminiLiveLLM]
+) -> None:
+    """Catalog 130-132 through Gemini Live: the call is open (the model is busy) while the
+    tool runs, and the user is not marked away meanwhile (on the virtual clock)."""
+    release, started = asyncio.Event(), asyncio.Event()
+
+    @function_tool
+    async def build() -> str:
+        """Build the project."""
+        started.set()
+        await release.wait()
+        return "built"
+
+    server.push(fl.call("build"), fl.text("The build is done."))
+    llm = make_llm()
+    trace: list[bool] = []
+    llm.add_background_work_listener(trace.append)
+    session: Session[Any] = Session(llm, tools=[build], user_away_timeout=5.0)
+    rec = Recorder(session)
+    await session.start(Agent("Help."))
+    session.push_user_turn("build it")
+    await asyncio.wait_for(started.wait(), WAIT)
+    assert llm.background_work_running  # the call is open
+    with virtual_clock():
+        await asyncio.sleep(15.0)
+    assert session.user_state == "listening" and session.agent_state == "thinking"
+    release.set()
+    assert await session.wait_for_idle(timeout=WAIT)
+    await session.aclose()
+    assert trace == [True, False]  # false -> true (request, call, continuation) -> false
+    assert "away" not in rec.user_states
+    assert rec.agent_states[-2:] == ["speaking", "listening"]
