@@ -69,11 +69,13 @@ class LiveState:
 
     def _drop_turns(self, error: LLMError) -> None:
         for turn in self._turns:
+            if turn.hearing is not None:
+                turn.hearing.finish(str(error))  # its utterance is lost with the session
             turn.end(error)
         self._turns.clear()
         self._answered = None
         if self._hearing is not None:
-            self._hearing.done.set()
+            self._hearing.finish(str(error))
             self._hearing = None
         self._open_calls.clear()
         self._changed()
@@ -118,7 +120,7 @@ class LiveState:
         heard = content.input_transcription
         if heard is not None and self._hearing is not None:
             if heard.text:
-                self._hearing.texts.append(heard.text)
+                self._hearing.add(heard.text)
             if heard.finished:
                 self._heard(self._hearing)
         produced = content.model_turn is not None or (
@@ -138,8 +140,9 @@ class LiveState:
                 continue
             blob = part.inline_data
             if blob is not None and blob.data and self._speaks():
-                if self._audio:
-                    turn.put(AudioDelta(blob.data, _rate(blob.mime_type)))
+                if self._audio:  # whole 16-bit samples only
+                    data = blob.data[: len(blob.data) // 2 * 2]
+                    turn.put(AudioDelta(data, _rate(blob.mime_type)))
                 else:
                     turn.started = True  # the audio of a transcript shown as text
             elif part.text and not self._speaks():
@@ -184,7 +187,7 @@ class LiveState:
             return
         if hearing.text:
             self._held.append(user_unit(hearing.text).signature)
-        hearing.done.set()
+        hearing.finish()
         if self._hearing is hearing:
             self._hearing = None
 

@@ -5,12 +5,15 @@ content with ``turn_complete``, a tool response ``WHEN_IDLE``/``INTERRUPT``), by
 user's voice (``activity_end``), or by nobody (the server's own). The reader hands
 each server message's pieces to the first unfinished turn; a ``chat()`` that claimed
 the turn reads them from its queue. A ``Hearing`` is one utterance of the user's voice:
-the server's input transcription of it, made final when the model starts answering it.
+the server's input transcription of it, made final when the model starts answering it
+(or the transcription says it is finished); its ``listener`` (the speech-to-text
+stream that sent the voice) is told each step.
 """
 
 from __future__ import annotations
 
 import asyncio
+from typing import Protocol
 
 from backline.llm import ChatChunk, LLMError
 
@@ -20,18 +23,45 @@ END = object()
 """Put on a turn's queue when it ended (completed, interrupted, or failed)."""
 
 
+class Listener(Protocol):
+    """Who hears of an utterance's transcription (a hearing stream)."""
+
+    def interim(self, text: str) -> None: ...
+
+    def final(self, text: str, error: str | None) -> None: ...
+
+
 class Hearing:
-    """The server's transcription of one utterance of the user's voice."""
+    """The server's transcription of one utterance of the user's voice, on the session
+    of ``generation`` (its audio went to that session only)."""
 
-    __slots__ = ("done", "texts")
+    __slots__ = ("done", "generation", "listener", "texts")
 
-    def __init__(self) -> None:
+    def __init__(self, listener: Listener | None = None, generation: int = 0) -> None:
         self.texts: list[str] = []
         self.done = asyncio.Event()
+        self.listener = listener
+        self.generation = generation
 
     @property
     def text(self) -> str:
         return " ".join("".join(self.texts).split())
+
+    def add(self, piece: str) -> None:
+        """A piece of the transcription (the listener hears the text so far)."""
+        if self.done.is_set():
+            return
+        self.texts.append(piece)
+        if self.listener is not None and self.text:
+            self.listener.interim(self.text)
+
+    def finish(self, error: str | None = None) -> None:
+        """The transcription is final (``error``: the utterance was lost; no words)."""
+        if self.done.is_set():
+            return
+        self.done.set()
+        if self.listener is not None:
+            self.listener.final("" if error is not None else self.text, error)
 
 
 class Turn:

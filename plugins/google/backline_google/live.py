@@ -15,7 +15,7 @@ turn in flight fails with an ``LLMError``); a refused handle falls back to a fre
 session seeded with the context. The object is the agent's ``RealtimeSession``
 (``background_work_running``: a turn asked for and not complete, or a call open) and a
 ``SpeakingModel`` (``use_audio()``: replies as audio, the user's voice sent to the
-model; see ``_live_audio``).
+model; see ``_live_audio``, which also says how a spoken turn's reply is made).
 
 Imported on demand (it pulls in ``google-genai``). See the plugin's README.
 """
@@ -50,6 +50,7 @@ from backline.llm import (
 from backline.tasks import TaskScope
 
 from . import _config
+from ._live_audio import LiveVoice
 from ._live_items import (
     Converted,
     Op,
@@ -59,7 +60,6 @@ from ._live_items import (
     plan,
     tools_signature,
 )
-from ._live_state import LiveState
 from ._live_turns import END, Turn
 
 __all__ = ["LIVE_DEFAULT_MODEL", "GeminiLiveLLM"]
@@ -68,7 +68,6 @@ log = logging.getLogger(__name__)
 
 LIVE_DEFAULT_MODEL = _config.LIVE_DEFAULT_MODEL
 OUTPUT_RATE = 24000  # Gemini Live's audio out: 16-bit PCM, 24 kHz, mono
-INPUT_RATE = 16000  # and in
 
 
 def _audio_native(model: str) -> bool:
@@ -78,7 +77,7 @@ def _audio_native(model: str) -> bool:
     return "native-audio" in name or (name.startswith("gemini-3") and "live" in name)
 
 
-class GeminiLiveLLM(LiveState):
+class GeminiLiveLLM(LiveVoice):
     """A Gemini Live model as a voice agent's LLM.
 
     ``model`` defaults to ``LIVE_DEFAULT_MODEL``; ``api_key`` to ``$GEMINI_API_KEY``,
@@ -162,6 +161,7 @@ class GeminiLiveLLM(LiveState):
         self._system: str | None = None  # what the session was set up or updated with
         self._tools: list[FunctionTool] = []
         self._tools_key = ""
+        self._session_audio = False  # the open session was set up for audio
         self._closed = False
         self.connects = 0  # sessions opened (a resumption adds one)
         self.resumed = 0  # of which with a resumption handle
@@ -240,7 +240,8 @@ class GeminiLiveLLM(LiveState):
         for _ in range(3):
             handle = self._handle
             try:
-                await self._connect(system, tools)
+                if not await self._connect(system, tools):
+                    return  # opened meanwhile (the voice and a chat() both asked)
             except LLMError as e:
                 if handle is not None:
                     log.warning("Gemini Live refused the resumption handle (%s): a new session", e)
@@ -259,10 +260,10 @@ class GeminiLiveLLM(LiveState):
             return
         raise LLMError(f"Gemini Live at {self._url}: no session could be opened")
 
-    async def _connect(self, system: str, tools: Sequence[FunctionTool]) -> None:
+    async def _connect(self, system: str, tools: Sequence[FunctionTool]) -> bool:
         async with self._connecting:
             if self._session is not None:
-                return  # opened meanwhile (the voice and a chat() both asked)
+                return False
             stack = contextlib.AsyncExitStack()
             config = self._config(system, tools)
             try:
@@ -286,10 +287,12 @@ class GeminiLiveLLM(LiveState):
             self._tools_key = tools_signature(tools)
             self._going_away = False
             self._stray_complete = False
+            self._session_audio = self._audio
             self.connects += 1
             self._reader = self._scope.create_task(
                 self._read(session, self._generation), name="GeminiLiveLLM reader"
             )
+            return True
 
     def _open_failure(self, e: Exception) -> LLMError:
         """What a refused or failed connection says (never the key)."""
@@ -426,11 +429,22 @@ class GeminiLiveLLM(LiveState):
         await self._settle()
         if self._going_away and self._session is not None and self._handle is not None:
             await self._close_session(None)  # the server goes away: resume elsewhere
+        await self._for_audio()
         if self._session is None:
             await self._open(converted.system, tools)
-        elif converted.system != self._system or tools_signature(tools) != self._tools_key:
-            await self._update_context(converted.system, tools)
         answered = self._pending_answer()
+        if converted.system != self._system or tools_signature(tools) != self._tools_key:
+            if answered is not None:
+                # The voice was answered under other instructions or tools (a session
+                # the voice opened before any chat(), or another agent's): not this
+                # reply. A new session, seeded with the context, makes it.
+                log.info("the user's voice was answered with another setup: a new session")
+                self._handle = None
+                await self._close_session(None)
+                await self._open(converted.system, tools)
+                answered = None
+            else:
+                await self._update_context(converted.system, tools)
         new = plan(self._held, converted.units)
         if answered is not None:
             if new == [] and not converted.instructions.strip():
@@ -487,6 +501,31 @@ class GeminiLiveLLM(LiveState):
                 "a Gemini Live turn did not end in %gs: a new session", self._settle_timeout
             )
             self._held = [("unsettled",)]
+
+    async def _for_audio(self) -> None:
+        """A session set up for text since ``use_audio()`` is replaced (fresh: the
+        modality is the setup's)."""
+        if self._session is not None and self._session_audio != self._audio:
+            self._handle = None
+            await self._close_session(None)
+
+    async def _voice_session(self) -> None:
+        """The session the user's voice goes to: the open one, else one opened (resumed
+        with the handle, if any) with the instructions and tools of the last."""
+        await self._for_audio()
+        if self._session is None:
+            await self._open(self._system or "", self._tools)
+
+    async def _send_realtime(self, what: str, **realtime_input: Any) -> None:
+        session = self._session
+        if session is None:
+            raise LLMError("Gemini Live: the session this utterance went to was lost")
+        try:
+            await self._guarded(session.send_realtime_input(**realtime_input), what)
+        except LLMError as e:
+            if self._session is session:
+                await self._close_session(e)  # the socket is broken: the next use resumes
+            raise
 
     async def _update_context(self, system: str, tools: list[FunctionTool]) -> None:
         """New instructions or tools (a handoff): a context update, in order."""

@@ -54,7 +54,8 @@ def gemini_llm(model: str | None = None, **options: Any) -> GeminiLLM:
 LIVE_DESCRIPTION = (
     "Gemini Live, Google's realtime model, over one WebSocket session (GEMINI_API_KEY or "
     f"GOOGLE_API_KEY; -m MODEL, default {LIVE_DEFAULT_MODEL}; --gemini-base-url for another "
-    "endpoint): NON_BLOCKING functions, session resumption"
+    "endpoint): hears you and speaks in its own voice (backline voice/web), NON_BLOCKING "
+    "functions, session resumption"
 )
 
 
@@ -94,6 +95,7 @@ def register_llms(register: RegisterLLM) -> None:
         description=LIVE_DESCRIPTION,
         models=LIVE_KNOWN_MODELS,
         default_model=LIVE_DEFAULT_MODEL,
+        speaks=True,  # hears the user's voice and answers in its own (use_audio())
     )
 
 
