@@ -13,6 +13,14 @@ them). The server sends ``serverContent`` (``modelTurn`` parts, ``outputTranscri
 each turn; a resumed session keeps its history) and ``goAway``. Refusals close the
 socket with a code and a reason, as the real server does.
 
+The user's voice (``realtimeInput``): with automatic activity detection disabled in the
+setup, ``activityStart`` opens an utterance (and interrupts a turn being generated, as
+``START_OF_ACTIVITY_INTERRUPTS``, the default, does), ``audio`` blobs
+(``audio/pcm;rate=16000``, base64) are its PCM, ``activityEnd`` closes it: its
+transcription (the next of ``hear``) comes as ``inputTranscription`` pieces, then the
+model answers it by itself (the next script step). Activity signals with automatic
+detection on, audio outside an activity, another rate: errors.
+
 A script step is a list of parts: ``("text", str)``, ``("call", name, args)``,
 ``("audio", transcript)`` (PCM at 24 kHz and its transcription), ``("wait", Event)``
 (hold; an interruption ends the turn), ``("drop",)`` (abort the socket),
@@ -29,6 +37,7 @@ import itertools
 import json
 import re
 import ssl
+import threading
 from collections import deque
 from pathlib import Path
 from typing import Any
@@ -42,6 +51,8 @@ PATH = re.compile(
     r"^/ws/google\.ai\.generativelanguage\.(\w+)\.GenerativeService\.BidiGenerateContent$"
 )
 AUDIO_PER_WORD = 2 * 2400  # bytes of 24 kHz PCM per word (0.1 s)
+SAMPLE = 4096  # the value of every sample of the model's voice
+INPUT_MIME = "audio/pcm;rate=16000"
 
 Part = tuple[Any, ...]
 
@@ -87,7 +98,12 @@ class FakeLiveServer:
         self.headers: list[dict[str, str]] = []
         self.errors: list[str] = []
         self.audio_in: list[tuple[str, bytes]] = []  # (mime type, PCM)
+        self.utterances: list[bytes] = []  # the PCM of each activity, start to end
         self.hear: deque[str] = deque()  # what each utterance is transcribed as
+        self.hear_finished = False  # the transcription's last piece says finished
+        self.drop_in_activity = False  # abort the socket at an utterance's first audio
+        self.dropped = asyncio.Event()
+        self._activity: bytearray | None = None
         self.refuse_handles = False
         self.refuse_text = False  # as audio-native models refuse the TEXT modality
         self.connections = 0
@@ -154,6 +170,7 @@ class FakeLiveServer:
         except Exception:
             pass  # a dropped client ends its connection
         finally:
+            self._activity = None
             if self._turn is not None and not self._turn.done():
                 self._turn.cancel()
 
@@ -220,21 +237,66 @@ class FakeLiveServer:
 
     async def _realtime(self, ws: ServerConnection, body: dict[str, Any]) -> None:
         assert self.session is not None
+        detection = get(
+            get(self.session.setup, "realtimeInputConfig"), "automaticActivityDetection"
+        )
+        manual = bool(get(detection, "disabled"))
         blob = get(body, "audio")
         if blob is not None:
-            self.audio_in.append((get(blob, "mimeType"), base64.b64decode(get(blob, "data"))))
-        elif get(body, "activityStart") is not None:
-            if self._turn is not None and not self._turn.done():
-                self._stop.set()  # the user's voice interrupts the model
-                with contextlib.suppress(BaseException):
-                    await self._turn
-        elif get(body, "activityEnd") is not None:
-            heard = self.hear.popleft() if self.hear else ""
-            if heard:
-                for word in _pieces(heard):
-                    await self._emit(ws, {"serverContent": {"inputTranscription": {"text": word}}})
-                self.session.history.append({"role": "user", "parts": [{"text": heard}]})
-            await self._answer(ws)
+            mime, pcm = get(blob, "mimeType"), _bytes(get(blob, "data"))
+            self.audio_in.append((mime, pcm))
+            if mime != INPUT_MIME:
+                self.errors.append(f"audio as {mime}")
+            if self._activity is None:
+                self.errors.append("audio outside an activity")
+                return
+            self._activity += pcm
+            if self.drop_in_activity:
+                self._activity = None
+                self.dropped.set()
+                ws.transport.abort()
+        elif get(body, "activityStart") is not None or get(body, "activityEnd") is not None:
+            if not manual:
+                self.errors.append("an activity signal with automatic activity detection on")
+                await ws.close(
+                    1007,
+                    "Explicit activity control is not supported when automatic activity "
+                    "detection is enabled.",
+                )
+                return
+            if get(body, "activityStart") is not None:
+                await self._activity_start()
+            else:
+                await self._activity_end(ws)
+        else:
+            self.errors.append(f"unexpected realtime input {list(body)}")
+
+    async def _activity_start(self) -> None:
+        if self._activity is not None:
+            self.errors.append("activityStart in an activity")
+        self._activity = bytearray()
+        if self._turn is not None and not self._turn.done():
+            self._stop.set()  # the user's voice interrupts the model
+            with contextlib.suppress(BaseException):
+                await self._turn
+
+    async def _activity_end(self, ws: ServerConnection) -> None:
+        assert self.session is not None
+        if self._activity is None:
+            self.errors.append("activityEnd without activityStart")
+            return
+        self.utterances.append(bytes(self._activity))
+        self._activity = None
+        heard = self.hear.popleft() if self.hear else ""
+        if heard:
+            pieces = _pieces(heard)
+            for n, word in enumerate(pieces):
+                heard_piece: dict[str, Any] = {"text": word}
+                if self.hear_finished and n == len(pieces) - 1:
+                    heard_piece["finished"] = True
+                await self._emit(ws, {"serverContent": {"inputTranscription": heard_piece}})
+            self.session.history.append({"role": "user", "parts": [{"text": heard}]})
+        await self._answer(ws)
 
     async def _answer(self, ws: ServerConnection) -> None:
         if self._turn is not None and not self._turn.done():
@@ -276,7 +338,8 @@ class FakeLiveServer:
             elif part[0] == "audio":
                 for piece in _pieces(part[1]):
                     said += piece
-                    data = base64.b64encode(bytes(AUDIO_PER_WORD)).decode()
+                    pcm = SAMPLE.to_bytes(2, "little") * (AUDIO_PER_WORD // 2)
+                    data = base64.b64encode(pcm).decode()
                     blob = {"mimeType": "audio/pcm;rate=24000", "data": data}
                     turn = {"modelTurn": {"role": "model", "parts": [{"inlineData": blob}]}}
                     await self._emit(ws, {"serverContent": turn})
@@ -293,13 +356,44 @@ class FakeLiveServer:
         session.history.append({"role": "model", "parts": [{"text": said}, *parts]})
         usage = {"promptTokenCount": 21, "responseTokenCount": 7, "totalTokenCount": 28}
         await self._emit(ws, {"usageMetadata": usage})
-        await self._emit(ws, {"serverContent": {"turnComplete": True}})
+        # The handle first: a client that saw the turn end knows it (the real server's
+        # updates come at any point).
         handle = f"handle-{next(self._handles)}"
         self._sessions[handle] = session
         update = {"newHandle": handle, "resumable": True}
         await self._emit(ws, {"sessionResumptionUpdate": update})
+        await self._emit(ws, {"serverContent": {"turnComplete": True}})
+
+
+def _bytes(data: str) -> bytes:
+    """A JSON ``bytes`` field: base64, standard or URL-safe (google-genai sends URL-safe;
+    the server's proto JSON parser takes both)."""
+    return base64.urlsafe_b64decode(data.replace("+", "-").replace("/", "_"))
 
 
 def _pieces(value: str) -> list[str]:
     words = value.split(" ")
     return [word if n == 0 else " " + word for n, word in enumerate(words)]
+
+
+class ThreadedLiveServer:
+    """A ``FakeLiveServer`` on its own event loop in a thread, for a test that blocks (a
+    front end run to its end): ``with ThreadedLiveServer() as server``."""
+
+    def __init__(self, api_key: str = "gemini-test-key") -> None:
+        self._loop = asyncio.new_event_loop()
+        self._thread = threading.Thread(target=self._loop.run_forever, daemon=True)
+        self.server = FakeLiveServer(api_key)
+
+    def __enter__(self) -> FakeLiveServer:
+        self._thread.start()
+        asyncio.run_coroutine_threadsafe(self.server.__aenter__(), self._loop).result(10)
+        return self.server
+
+    def __exit__(self, *exc: object) -> None:
+        try:
+            asyncio.run_coroutine_threadsafe(self.server.__aexit__(), self._loop).result(10)
+        finally:
+            self._loop.call_soon_threadsafe(self._loop.stop)
+            self._thread.join(10)
+            self._loop.close()

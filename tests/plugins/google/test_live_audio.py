@@ -1,0 +1,382 @@
+"""GeminiLiveLLM with audio (``use_audio()``, issue 29) against the loopback Live server:
+the user's voice reaches the model between ``activityStart`` and ``activityEnd`` and its
+transcript is the turn (the session holds it: not sent again as client content), the
+answer the server makes by itself is the reply the runtime reads (one response), the
+model's voice plays as it comes (nothing synthesized), a barge-in leads to a new session
+seeded with what was heard, and a lost socket loses the utterance with a clear error."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator, Callable, Iterator
+from typing import Any
+
+import pytest
+from backline_google.live import GeminiLiveLLM
+
+from backline import Agent, LLMMetrics, Session
+from backline.speech import (
+    AudioFrame,
+    ClockSink,
+    EnergyVAD,
+    SpeakingModel,
+    SpeechInput,
+    SpeechOutput,
+    STTStream,
+    Transcript,
+    split_frames,
+)
+from tests.conftest import Recorder
+from tests.plugins.google import fake_live as fl
+from tests.plugins.google.conftest import TEST_KEY
+from tests.plugins.google.fake_live import FakeLiveServer, get
+
+WAIT = 20.0  # bounds a hang only
+RATE = 16000  # the microphone's rate
+WORD = fl.AUDIO_PER_WORD / 2 / 24000  # seconds of the model's voice per word
+
+
+class NoSynthesis:
+    """A TTS engine the test fails if it is ever used: the model speaks itself."""
+
+    name = "none"
+    sample_rate = 24000
+
+    def synthesize(self, text: str) -> AsyncIterator[AudioFrame]:
+        raise AssertionError(f"synthesized {text!r}")
+
+
+def tone(seconds: float, rate: int = RATE) -> AudioFrame:
+    """A loud voice-like tone."""
+    return AudioFrame.from_samples(
+        [(8000 if (i // 20) % 2 else -8000) for i in range(int(seconds * rate))], rate
+    )
+
+
+def utterance(speech: float = 0.6) -> Iterator[AudioFrame]:
+    """Silence, ``speech`` seconds of tone, silence: 20 ms frames."""
+    for piece in (AudioFrame.silence(0.3, RATE), tone(speech), AudioFrame.silence(1.0, RATE)):
+        yield from split_frames(piece, 0.02)
+
+
+class HandSink:
+    """A speaker played by hand (``play``): what has played is exactly known. With
+    ``instant`` set, what is written plays at once."""
+
+    def __init__(self) -> None:
+        self.queued = 0.0
+        self._played = 0.0
+        self.instant = False
+        self._drained = asyncio.Event()
+        self._drained.set()
+        self.wrote = asyncio.Event()
+        self.frames: list[AudioFrame] = []
+
+    def write(self, frame: AudioFrame) -> None:
+        self.queued += frame.duration
+        self.frames.append(frame)
+        self.wrote.set()
+        self._drained.clear()
+        if self.instant:
+            self.play(frame.duration)
+
+    def clear(self) -> None:
+        self.queued = self._played
+        self._drained.set()
+
+    @property
+    def played(self) -> float:
+        return self._played
+
+    def play(self, seconds: float) -> None:
+        self._played = min(self.queued, self._played + seconds)
+        if self._played >= self.queued:
+            self._drained.set()
+
+    async def drained(self) -> None:
+        await self._drained.wait()
+
+
+class Greeter(Agent):
+    """Greets first: the runtime's chat() opens the session with the agent's setup."""
+
+    def __init__(self) -> None:
+        super().__init__("Answer about the weather.")
+
+    async def on_enter(self) -> None:
+        self.session.generate_reply(instructions="greet the user")
+
+
+@pytest.fixture
+async def server(monkeypatch: pytest.MonkeyPatch) -> AsyncIterator[FakeLiveServer]:
+    monkeypatch.setenv("SSL_CERT_FILE", str(fl.CERT))  # google-genai trusts the fake's TLS
+    async with FakeLiveServer(api_key=TEST_KEY) as fake:
+        yield fake
+
+
+def live(server: FakeLiveServer, **kwargs: Any) -> GeminiLiveLLM:
+    return GeminiLiveLLM("gemini-live-test", base_url=server.url, api_key=TEST_KEY, **kwargs)
+
+
+class Voice:
+    """A session on the Live model with a microphone pipeline and a speaker."""
+
+    def __init__(self, server: FakeLiveServer, sink: HandSink | None = None) -> None:
+        self.llm = live(server)
+        assert isinstance(self.llm, SpeakingModel)
+        hearing = self.llm.use_audio()
+        self.played: list[AudioFrame] = []
+        self._frame = asyncio.Event()
+        self.sink = ClockSink(on_frame=self._on_frame)
+        self.output = SpeechOutput(NoSynthesis(), sink or self.sink)
+        self.session: Session[Any] = Session(self.llm, output=self.output, user_away_timeout=None)
+        self.input = SpeechInput(self.session, stt=hearing, vad=EnergyVAD())
+        self.rec = Recorder(self.session)
+
+    async def start(self, agent: Agent) -> Voice:
+        await self.session.start(agent)
+        self.input.start()
+        return self
+
+    async def aclose(self) -> None:
+        await self.input.aclose()
+        await self.session.aclose()
+        await self.output.aclose()
+        await self.llm.aclose()
+
+    def _on_frame(self, frame: AudioFrame) -> None:
+        self.played.append(frame)
+        self._frame.set()
+
+    def said(self) -> list[tuple[str, str, bool]]:
+        return [
+            (it.role, it.content, it.interrupted)
+            for it in self.session.history.items
+            if it.type == "message"
+        ]
+
+    async def speak(self, speech: float = 0.6) -> None:
+        for frame in utterance(speech):
+            self.input.push(frame)
+        await asyncio.wait_for(self.input.settled(), WAIT)
+
+
+def kinds(server: FakeLiveServer) -> list[str]:
+    """What the client sent, by kind (realtime input by its field)."""
+    out = []
+    for kind, body in server.received:
+        if kind == "realtimeInput":
+            kind = next(iter(body))
+        out.append(kind)
+    return out
+
+
+async def test_the_user_speaks_to_the_model_and_it_answers_in_its_own_voice(
+    server: FakeLiveServer, no_leaked_tasks: Callable[[], Any]
+) -> None:
+    server.push(fl.audio("Hello there."), fl.audio("It is sunny"))
+    server.hear.append("what is the weather")
+    v = Voice(server)
+    try:
+        await v.start(Greeter())
+        assert await v.session.wait_for_idle(timeout=WAIT)
+        await v.speak()
+        assert await v.session.wait_for_idle(timeout=WAIT)
+        assert v.said() == [
+            ("assistant", "Hello there.", False),
+            ("user", "what is the weather", False),
+            ("assistant", "It is sunny", False),
+        ]
+        # The model's audio played as it came: five words of it, at its rate.
+        assert sum(f.duration for f in v.played) == pytest.approx(5 * WORD)
+        assert {f.sample_rate for f in v.played} == {24000}
+        metrics = v.rec.of("llm_metrics")[-1]
+        assert isinstance(metrics, LLMMetrics)
+        assert metrics.ttfa is not None and metrics.ttft is not None
+        assert v.llm.background_work_running is False
+    finally:
+        await v.aclose()
+    await no_leaked_tasks()
+
+    (setup,) = server.setups
+    assert get(setup, "generationConfig")["responseModalities"] == ["AUDIO"]
+    assert get(setup, "outputAudioTranscription") == {}
+    assert get(setup, "inputAudioTranscription") == {}
+    # backline's voice pipeline decides the turn: the server's detection is off.
+    detection = get(get(setup, "realtimeInputConfig"), "automaticActivityDetection")
+    assert detection == {"disabled": True}
+    assert server.texts(get(setup, "systemInstruction")) == "Answer about the weather."
+    # The greeting asked for, then the utterance: activity start, its audio, its end.
+    sent = kinds(server)
+    assert sent[:2] == ["setup", "clientContent"]
+    assert sent[2] == "activityStart" and sent[-1] == "activityEnd"
+    assert set(sent[3:-1]) == {"audio"}
+    assert {mime for mime, _ in server.audio_in} == {"audio/pcm;rate=16000"}
+    # One utterance at 16 kHz: its lead, the tone, the silence until the detector ended it.
+    (heard,) = server.utterances
+    assert 0.85 <= len(heard) / (2 * RATE) <= 1.6
+    # The model heard the user: the turn was not sent again as text.
+    assert len(server.sent("clientContent")) == 1
+    assert server.connections == 1
+    assert [t["role"] for t in server.session.history] == ["user", "model", "user", "model"]
+    assert server.errors == []
+
+
+async def test_before_any_reply_the_voice_is_answered_by_a_session_with_the_agents_setup(
+    server: FakeLiveServer,
+) -> None:
+    """The first thing is the user's voice: the session it opens has no instructions yet
+    (the runtime gives them with its first chat()). That answer is not played: a new
+    session, set up for the agent and seeded with the transcript, makes the reply."""
+    server.push(fl.audio("Whatever you like."), fl.audio("It is sunny"))
+    server.hear.append("what is the weather")
+    v = Voice(server)
+    try:
+        await v.start(Agent("Answer about the weather."))
+        await v.speak()
+        assert await v.session.wait_for_idle(timeout=WAIT)
+        assert v.said() == [
+            ("user", "what is the weather", False),
+            ("assistant", "It is sunny", False),
+        ]
+        assert sum(f.duration for f in v.played) == pytest.approx(3 * WORD)
+    finally:
+        await v.aclose()
+
+    assert server.connections == 2
+    assert "systemInstruction" not in server.setups[0]
+    second = server.setups[1]
+    assert server.texts(get(second, "systemInstruction")) == "Answer about the weather."
+    assert get(second, "sessionResumption") == {}  # fresh: the first one's answer is not ours
+    (seeded,) = server.sent("clientContent")
+    assert [server.texts(t) for t in get(seeded, "turns")] == ["what is the weather"]
+    assert server.errors == []
+
+
+async def test_a_barge_in_opens_a_session_seeded_with_what_was_heard(
+    server: FakeLiveServer,
+) -> None:
+    hold = asyncio.Event()
+    server.push(
+        [("audio", "Once upon a time there was a fox"), ("wait", hold)],
+        fl.audio("Sure."),  # the answer to the voice on the old session: not played
+        fl.audio("Here is another."),
+    )
+    server.hear.append("another one")
+    sink = HandSink()
+    v = Voice(server, sink)
+    try:
+        await v.start(Agent("Tell stories."))
+        v.session.push_user_turn("tell me a story")
+        while len(sink.frames) < 8:  # all eight words' audio came; the turn waits
+            sink.wrote.clear()
+            await asyncio.wait_for(sink.wrote.wait(), WAIT)
+        sink.play(0.3)  # three words of it played
+        sink.instant = True
+        await v.speak()  # the user talks over it: a barge-in
+        assert await v.session.wait_for_idle(timeout=WAIT)
+        said = v.said()
+    finally:
+        await v.aclose()
+
+    assert said[0] == ("user", "tell me a story", False)
+    role, heard, interrupted = said[1]
+    assert role == "assistant" and interrupted
+    assert heard and "Once upon a time there was a fox".startswith(heard) and "fox" not in heard
+    assert said[2:] == [("user", "another one", False), ("assistant", "Here is another.", False)]
+    played = [f for f in sink.frames if f.sample_rate == 24000]
+    assert sum(f.duration for f in played) == pytest.approx(11 * WORD)  # the story and the reply
+    # The activity start cut the model's turn on the server, which holds what it had sent
+    # (the whole story): not what was heard. Gemini Live cannot cut a turn, so a new
+    # session got the context as the runtime has it, in one message.
+    assert server.interrupted.is_set()
+    assert server.connections == 2
+    assert get(server.setups[1], "sessionResumption") == {}
+    seeded = server.sent("clientContent")[-1]
+    turns = get(seeded, "turns")
+    assert [t["role"] for t in turns] == ["user", "model", "user"]
+    assert [server.texts(t) for t in turns] == ["tell me a story", heard, "another one"]
+    assert get(seeded, "turnComplete") is True
+    assert server.errors == []
+
+
+async def next_final(stream: STTStream) -> tuple[list[str], Transcript]:
+    """The interim texts, then the final transcript."""
+    interim = []
+    async with asyncio.timeout(WAIT):
+        async for transcript in stream:
+            if transcript.final:
+                return interim, transcript
+            interim.append(transcript.text)
+    raise AssertionError("the stream ended")
+
+
+async def test_a_streams_transcripts(server: FakeLiveServer) -> None:
+    llm = live(server)
+    stream = llm.use_audio().stream()
+    server.push(fl.audio("Hi."), fl.audio("Hm?"))
+    try:
+        # The transcription says it is finished: final before the model answers.
+        server.hear.append("hello there")
+        server.hear_finished = True
+        stream.push(tone(0.5, 48000))  # any rate: 16 kHz mono to the model
+        stream.flush()
+        interim, final = await next_final(stream)
+        assert interim == ["hello", "hello there"]
+        assert (final.text, final.error) == ("hello there", None)
+        assert len(server.utterances[0]) == 2 * 8000
+        # Nothing was heard: an empty final, no error (the model's answer is nobody's).
+        server.hear_finished = False
+        stream.push(AudioFrame.silence(0.2, RATE))
+        stream.flush()
+        interim, final = await next_final(stream)
+        assert (interim, final.text, final.error) == ([], "", None)
+        # A flush with no audio at all: an empty final at once, nothing sent.
+        sent = len(server.received)
+        stream.flush()
+        assert (await next_final(stream))[1].text == ""
+        assert len(server.received) == sent
+    finally:
+        await stream.aclose()
+        await llm.aclose()
+    assert server.errors == []
+
+
+async def test_a_socket_lost_mid_utterance_loses_it_with_a_clear_error_and_the_next_resumes(
+    server: FakeLiveServer,
+) -> None:
+    llm = live(server)
+    stream = llm.use_audio().stream()
+    idle = asyncio.Event()
+    llm.add_background_work_listener(lambda busy: idle.set() if not busy else None)
+    server.push(fl.audio("Hi."), fl.audio("Yes?"))
+    try:
+        server.hear.append("hello")
+        stream.push(tone(0.3))
+        stream.flush()
+        assert (await next_final(stream))[1].text == "hello"
+        await asyncio.wait_for(idle.wait(), WAIT)  # its answer is complete: a handle
+        assert llm.resumption_handle == "handle-1"
+        # The connection drops while the user speaks: the rest is not sent, and the
+        # utterance's final transcript says why.
+        server.drop_in_activity = True
+        stream.push(tone(0.3))
+        await asyncio.wait_for(server.dropped.wait(), WAIT)
+        stream.push(tone(0.3))
+        stream.flush()
+        _, final = await next_final(stream)
+        assert final.text == "" and final.error is not None
+        assert "Gemini Live" in final.error and "resume" in final.error
+        # The next utterance resumes the session with the handle, and is heard.
+        server.drop_in_activity = False
+        server.hear.append("are you there")
+        stream.push(tone(0.3))
+        stream.flush()
+        _, final = await next_final(stream)
+        assert (final.text, final.error) == ("are you there", None)
+    finally:
+        await stream.aclose()
+        await llm.aclose()
+    assert (server.connections, llm.connects, llm.resumed) == (2, 2, 1)
+    assert get(server.setups[1], "sessionResumption") == {"handle": "handle-1"}
+    assert server.errors == []
