@@ -1,0 +1,97 @@
+"""``backline voice --llm gemini-live`` end to end (issue 29): a recording plays as the
+microphone, Gemini Live hears it (no speech-to-text engine is built) and answers in its
+own voice, which is what the speaker plays; the start-up line says so."""
+
+from __future__ import annotations
+
+import io
+import shutil
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from backline_google import plugin as google_plugin
+
+from backline.app import SessionOptions, SpeechOptions, build_speech
+from backline.io.voice import VoiceOptions, run_voice_front_end
+from backline.plugins import PluginManager
+from backline.speech import AudioFrame, read_wav, write_wav
+from tests.plugins.google import fake_live as fl
+from tests.plugins.google.conftest import TEST_KEY
+from tests.plugins.google.fake_live import FakeLiveServer, ThreadedLiveServer, get
+
+pytest.importorskip("pocketsphinx", reason="backline-local-speech's pocketsphinx is not installed")
+if shutil.which("espeak-ng") is None:  # pragma: no cover - .ci/run installs it
+    pytest.skip("eSpeak NG is not installed (apt install espeak-ng)", allow_module_level=True)
+
+from backline_local_speech import plugin as local_speech
+
+RATE = 16000
+WORD = fl.AUDIO_PER_WORD / 2 / 24000  # seconds of the model's voice per word
+
+
+def manager() -> PluginManager:
+    made = PluginManager(entry_points=False).load()
+    made.register(local_speech, name="local_speech")
+    made.register(google_plugin, name="google")
+    return made
+
+
+def tone(seconds: float) -> AudioFrame:
+    return AudioFrame.from_samples(
+        [(8000 if (i // 20) % 2 else -8000) for i in range(int(seconds * RATE))], RATE
+    )
+
+
+@pytest.fixture
+def live(monkeypatch: pytest.MonkeyPatch) -> Iterator[FakeLiveServer]:
+    with ThreadedLiveServer(api_key=TEST_KEY) as server:
+        monkeypatch.setenv("GOOGLE_GEMINI_BASE_URL", server.url)
+        monkeypatch.setenv("GEMINI_API_KEY", TEST_KEY)
+        monkeypatch.setenv("SSL_CERT_FILE", str(fl.CERT))
+        yield server
+
+
+def test_gemini_live_needs_no_speech_to_text_engine(live: FakeLiveServer) -> None:
+    engines = build_speech(manager(), SpeechOptions(tts="espeak", vad="energy"), llm="gemini-live")
+    assert engines.stt is None and engines.model == "gemini-live"
+    assert "gemini-live hears you and speaks in its own voice" in engines.describe()
+
+
+@pytest.mark.timeout(120)
+def test_backline_voice_talks_with_gemini_live(live: FakeLiveServer, tmp_path: Path) -> None:
+    live.hear.append("what is the weather")
+    # The voice opens the session before the runtime's first chat(): that answer is
+    # made without the agent's instructions and is not played (see the README).
+    live.push(fl.audio("Whatever you like."), fl.audio("It is sunny today"))
+    audio_in, out = tmp_path / "in.wav", tmp_path / "out.wav"
+    write_wav(audio_in, [AudioFrame.silence(0.5, RATE), tone(0.6), AudioFrame.silence(2.0, RATE)])
+    printed = io.StringIO()
+    stdin, stdout = sys.stdin, sys.stdout
+    sys.stdin, sys.stdout = io.StringIO(""), printed  # the recording, then quit
+    try:
+        run_voice_front_end(
+            SessionOptions(llm="gemini-live", log=False),
+            SpeechOptions(tts="espeak", vad="energy"),
+            VoiceOptions(audio_in=str(audio_in), audio_out=str(out), plain=True),
+            manager=manager(),
+        )
+    finally:
+        sys.stdin, sys.stdout = stdin, stdout
+    text = printed.getvalue()
+    assert "gemini-live hears you and speaks in its own voice" in text
+    assert "you (said): what is the weather" in text
+    assert "It is sunny today" in text and "Whatever" not in text
+    # The speaker played the model's own voice: four words of it, nothing synthesized.
+    samples = read_wav(out).resample(24000).samples()
+    spoken = sum(1 for s in samples if s == fl.SAMPLE) / 24000
+    assert spoken == pytest.approx(4 * WORD, abs=0.02)
+    assert len(live.utterances) == 1
+    assert {mime for mime, _ in live.audio_in} == {fl.INPUT_MIME}
+    # The reply's session was set up with the agent's instructions and the transcript.
+    assert live.connections == 2
+    assert get(live.setups[1], "systemInstruction") is not None
+    (seeded,) = live.sent("clientContent")
+    assert [live.texts(t) for t in get(seeded, "turns")] == ["what is the weather"]
+    assert live.errors == []
