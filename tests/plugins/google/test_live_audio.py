@@ -8,13 +8,13 @@ seeded with what was heard, and a lost socket loses the utterance with a clear e
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Callable, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator, Sequence
 from typing import Any
 
 import pytest
 from backline_google.live import GeminiLiveLLM
 
-from backline import Agent, LLMMetrics, Session
+from backline import Agent, FunctionTool, LLMMetrics, Session, function_tool
 from backline.speech import (
     AudioFrame,
     ClockSink,
@@ -121,7 +121,12 @@ def live(server: FakeLiveServer, **kwargs: Any) -> GeminiLiveLLM:
 class Voice:
     """A session on the Live model with a microphone pipeline and a speaker."""
 
-    def __init__(self, server: FakeLiveServer, sink: HandSink | None = None) -> None:
+    def __init__(
+        self,
+        server: FakeLiveServer,
+        sink: HandSink | None = None,
+        tools: Sequence[FunctionTool] = (),
+    ) -> None:
         self.llm = live(server)
         assert isinstance(self.llm, SpeakingModel)
         hearing = self.llm.use_audio()
@@ -129,7 +134,9 @@ class Voice:
         self._frame = asyncio.Event()
         self.sink = ClockSink(on_frame=self._on_frame)
         self.output = SpeechOutput(NoSynthesis(), sink or self.sink)
-        self.session: Session[Any] = Session(self.llm, output=self.output, user_away_timeout=None)
+        self.session: Session[Any] = Session(
+            self.llm, output=self.output, tools=tools, user_away_timeout=None
+        )
         self.input = SpeechInput(self.session, stt=hearing, vad=EnergyVAD())
         self.rec = Recorder(self.session)
 
@@ -380,3 +387,37 @@ async def test_a_socket_lost_mid_utterance_loses_it_with_a_clear_error_and_the_n
     assert (server.connections, llm.connects, llm.resumed) == (2, 2, 1)
     assert get(server.setups[1], "sessionResumption") == {"handle": "handle-1"}
     assert server.errors == []
+
+
+async def test_the_answer_to_the_voice_calls_a_tool(server: FakeLiveServer) -> None:
+    """The claimed answer is a turn like any other: its call runs and the result goes
+    back as a tool response (scheduled WHEN_IDLE), nothing as client content."""
+
+    @function_tool
+    async def get_weather(city: str) -> str:
+        """Get the weather.
+
+        Args:
+            city: The city.
+        """
+        return f"Sunny in {city}."
+
+    server.push(fl.audio("Hello."), fl.call("get_weather", city="Oslo"), fl.audio("Sunny in Oslo"))
+    server.hear.append("weather in Oslo")
+    v = Voice(server, tools=[get_weather])
+    try:
+        await v.start(Greeter())
+        assert await v.session.wait_for_idle(timeout=WAIT)
+        await v.speak()
+        assert await v.session.wait_for_idle(timeout=WAIT)
+        said = v.said()
+        assert v.llm.background_work_running is False
+    finally:
+        await v.aclose()
+    assert said[-2:] == [("user", "weather in Oslo", False), ("assistant", "Sunny in Oslo", False)]
+    (response,) = server.sent("toolResponse")
+    (answer,) = get(response, "functionResponses")
+    assert answer["response"] == {"output": "Sunny in Oslo."}
+    assert answer["scheduling"] == "WHEN_IDLE"
+    assert len(server.sent("clientContent")) == 1  # the greeting's only
+    assert server.connections == 1 and server.errors == []
