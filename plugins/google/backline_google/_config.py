@@ -1,5 +1,6 @@
 """What the plugin knows without ``google-genai``: the default model, the base URL's
-variable, and where the API key comes from (``backline.keys``).
+variable, where the API key comes from (``backline.keys``), and what a refused Live
+connection says.
 
 The plugin's factory checks the key with it before a session is built. Documented in
 the plugin's README and docs/providers.md.
@@ -11,6 +12,7 @@ import os
 from dataclasses import dataclass
 
 from backline.keys import get_key
+from backline.llm import LLMError
 
 DEFAULT_MODEL = "gemini-2.5-flash"
 """The model when none is named (``-m`` / ``$BACKLINE_MODEL``): fast, with function
@@ -91,3 +93,27 @@ LIVE_KNOWN_MODELS = (
     "gemini-live-2.5-flash-preview",  # half-cascade: answers in text too
 )
 """Live models ``backline models`` lists (any Live model the API serves can be named)."""
+
+
+def live_open_failure(e: Exception, url: str, model: str, key_name: str | None) -> LLMError:
+    """What a refused or failed Gemini Live connection says (never the key)."""
+    code = getattr(e, "code", None)
+    reason = " ".join(str(getattr(e, "message", None) or e).split())
+    where = f"Gemini Live at {url}"
+    lowered = reason.lower()
+    if "api key" in lowered or code in (401, 403):
+        hint = key_hint(key_name)
+        return LLMError(f"{where}: the API key was rejected — {hint}. ({reason})", status=401)
+    if "model" in lowered or code == 404:
+        return LLMError(
+            f"{where} refused the model {model!r}: {reason} — check -m MODEL (a Live "
+            f"model, e.g. {LIVE_DEFAULT_MODEL}) and --gemini-base-url",
+            status=404,
+        )
+    if isinstance(code, int):
+        return LLMError(f"{where} refused the session ({code}): {reason}", retryable=True)
+    return LLMError(
+        f"Could not open {where}: {e!r} — is the network up, and is --gemini-base-url "
+        f"({BASE_URL_ENV}) right, if set?",
+        retryable=True,
+    )

@@ -280,7 +280,7 @@ class GeminiLiveLLM(LiveVoice):
                 ) from None
             except Exception as e:
                 await _close_stack(stack, self._connect_timeout)
-                raise self._open_failure(e) from e
+                raise _config.live_open_failure(e, self._url, self._model, self._key_name) from e
             self._generation += 1
             self._session, self._exit = session, stack
             self._system, self._tools = system, list(tools)
@@ -293,29 +293,6 @@ class GeminiLiveLLM(LiveVoice):
                 self._read(session, self._generation), name="GeminiLiveLLM reader"
             )
             return True
-
-    def _open_failure(self, e: Exception) -> LLMError:
-        """What a refused or failed connection says (never the key)."""
-        code = getattr(e, "code", None)
-        reason = " ".join(str(getattr(e, "message", None) or e).split())
-        where = f"Gemini Live at {self._url}"
-        lowered = reason.lower()
-        if "api key" in lowered or code in (401, 403):
-            hint = _config.key_hint(self._key_name)
-            return LLMError(f"{where}: the API key was rejected — {hint}. ({reason})", status=401)
-        if "model" in lowered or code == 404:
-            return LLMError(
-                f"{where} refused the model {self._model!r}: {reason} — check -m MODEL (a Live "
-                f"model, e.g. {LIVE_DEFAULT_MODEL}) and --gemini-base-url",
-                status=404,
-            )
-        if isinstance(code, int):
-            return LLMError(f"{where} refused the session ({code}): {reason}", retryable=True)
-        return LLMError(
-            f"Could not open {where}: {e!r} — is the network up, and is --gemini-base-url "
-            f"({_config.BASE_URL_ENV}) right, if set?",
-            retryable=True,
-        )
 
     async def _close_session(self, error: LLMError | None) -> None:
         """Close the session (bounded); its turns end with ``error``."""
