@@ -15,6 +15,7 @@ import pytest
 from backline_google.live import GeminiLiveLLM
 
 from backline import Agent, FunctionTool, LLMMetrics, Session, function_tool
+from backline.llm import AudioDelta, ChatContext, TextDelta
 from backline.speech import (
     AudioFrame,
     ClockSink,
@@ -421,3 +422,53 @@ async def test_the_answer_to_the_voice_calls_a_tool(server: FakeLiveServer) -> N
     assert answer["scheduling"] == "WHEN_IDLE"
     assert len(server.sent("clientContent")) == 1  # the greeting's only
     assert server.connections == 1 and server.errors == []
+
+
+async def test_an_answer_that_does_not_come_leaves_what_was_heard_final_in_time(
+    server: FakeLiveServer,
+) -> None:
+    hold = asyncio.Event()
+    llm = live(server, hearing_timeout=0.2)
+    stream = llm.use_audio().stream()
+    server.push([("wait", hold), ("audio", "Late.")])
+    server.hear.append("hello")
+    try:
+        stream.push(tone(0.3))
+        stream.flush()
+        interim, final = await next_final(stream)
+        assert (interim, final.text, final.error) == (["hello"], "hello", None)
+        # The answer is not waited for: the model is not busy with it.
+        assert llm.background_work_running is False
+    finally:
+        hold.set()
+        await stream.aclose()
+        await llm.aclose()
+    assert server.errors == []
+
+
+async def test_use_audio_after_a_text_session_sets_up_a_new_one_for_audio(
+    server: FakeLiveServer,
+) -> None:
+    server.push(fl.text("Hi."), fl.audio("Hello again."))
+    llm = live(server, text_modality=True)
+    try:
+        ctx = ChatContext()
+        ctx.add_message(role="user", content="hi")
+        async with llm.chat(ctx) as stream:
+            assert [c.text async for c in stream if isinstance(c, TextDelta)] == ["Hi."]
+        llm.use_audio()
+        ctx.add_message(role="assistant", content="Hi.")
+        ctx.add_message(role="user", content="and now?")
+        async with llm.chat(ctx) as stream:
+            chunks = [c async for c in stream]
+    finally:
+        await llm.aclose()
+    audio = [c for c in chunks if isinstance(c, AudioDelta)]
+    assert "".join(c.transcript for c in audio) == "Hello again."
+    assert sum(len(c.data) for c in audio) == 2 * fl.AUDIO_PER_WORD
+    assert {c.sample_rate for c in audio} == {24000}
+    modalities = [get(s, "generationConfig")["responseModalities"] for s in server.setups]
+    assert modalities == [["TEXT"], ["AUDIO"]]
+    assert get(server.setups[1], "sessionResumption") == {}  # the modality is the setup's
+    seeded = server.sent("clientContent")[-1]
+    assert [server.texts(t) for t in get(seeded, "turns")] == ["hi", "Hi.", "and now?"]
