@@ -54,7 +54,7 @@ def test_options_are_grouped_by_source_session_first(command: tuple[str, ...]) -
     assert "--claude-allow-bash" in found["Plugin claude_code"]
     assert found["Plugin cli_agent"] == ["--agent-cmd", "--agent-env", "--agent-require-clean"]
     assert {"--search", "--research-llm"} <= set(found["Plugin deep_research"])
-    assert found["Plugin openai"] == ["--base-url"]
+    assert found["Plugin openai"] == ["--base-url", "--realtime-voice"]
     # The command's own options come last, above --help.
     assert found[""][-1] == "--help"
     assert "--claude-allow-bash" not in found[""]

@@ -181,6 +181,29 @@ def plan_truncation(
     return keep, max(1, int(total * len(heard) / len(full))), cut
 
 
+def session_config(audio: bool, voice: str | None, transcription_model: str) -> dict[str, Any]:
+    """``session.update``'s session: text, or (``audio``) 24 kHz PCM in and out, the
+    input transcribed, and no turn detection (backline's voice pipeline ends turns)."""
+    if not audio:
+        return {"type": "realtime", "output_modalities": ["text"]}
+    pcm = {"type": "audio/pcm", "rate": 24000}
+    output: dict[str, Any] = {"format": pcm}
+    if voice:
+        output["voice"] = voice
+    return {
+        "type": "realtime",
+        "output_modalities": ["audio"],
+        "audio": {
+            "input": {
+                "format": pcm,
+                "transcription": {"model": transcription_model},
+                "turn_detection": None,
+            },
+            "output": output,
+        },
+    }
+
+
 def convert_tools(tools: Sequence[FunctionTool]) -> list[dict[str, Any]]:
     """``{"type": "function", "name", "description", "parameters"}`` each."""
     out: list[dict[str, Any]] = []

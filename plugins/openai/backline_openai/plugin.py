@@ -58,14 +58,18 @@ def configured_model() -> str | None:
 
 REALTIME_DESCRIPTION = (
     "OpenAI Realtime (gpt-realtime) or a compatible endpoint as the voice agent's model, "
-    "one WebSocket session, text modality (--base-url / OPENAI_BASE_URL; -m MODEL)"
+    "one WebSocket session: text in the console, its own ears and voice in voice front "
+    "ends (--base-url / OPENAI_BASE_URL; -m MODEL; --realtime-voice)"
 )
+REALTIME_VOICE_ENV = "OPENAI_REALTIME_VOICE"
 
 
 def openai_realtime_llm(model: str | None = None, **options: Any) -> OpenAIRealtimeLLM:
-    """Build ``OpenAIRealtimeLLM(model, **options)``; a missing key is an ``LLMError``."""
+    """Build ``OpenAIRealtimeLLM(model, **options)`` (its voice: ``--realtime-voice`` /
+    ``$OPENAI_REALTIME_VOICE``); a missing key is an ``LLMError``."""
     from .realtime import OpenAIRealtimeLLM
 
+    options.setdefault("voice", os.environ.get(REALTIME_VOICE_ENV) or None)
     try:
         llm = OpenAIRealtimeLLM(model, **options)
     except ValueError as e:
@@ -90,7 +94,22 @@ def register_llms(register: RegisterLLM) -> None:
         description=REALTIME_DESCRIPTION,
         models=("gpt-realtime", "gpt-realtime-mini"),
         default_model="gpt-realtime",
+        speaks=True,
     )
+
+
+REALTIME_VOICES = (
+    "alloy",
+    "ash",
+    "ballad",
+    "cedar",
+    "coral",
+    "echo",
+    "marin",
+    "sage",
+    "shimmer",
+    "verse",
+)
 
 
 @hookimpl
@@ -103,6 +122,15 @@ def register_options(register: RegisterOption) -> None:
             "The OpenAI-compatible endpoint for --llm openai, e.g. "
             f"http://localhost:11434/v1 for Ollama (default: {DEFAULT_BASE_URL}); "
             "also the openai speech engines' unless OPENAI_AUDIO_BASE_URL is set."
+        ),
+    )
+    register(
+        "--realtime-voice",
+        envvar=REALTIME_VOICE_ENV,
+        metavar="VOICE",
+        help=(
+            "The voice of --llm openai-realtime in voice front ends (backline voice, "
+            f"backline web): {', '.join(REALTIME_VOICES)} (default: the model's)."
         ),
     )
 

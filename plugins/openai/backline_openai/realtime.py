@@ -54,6 +54,7 @@ from ._realtime_items import (
     convert_tools,
     new_item_id,
     server_item,
+    session_config,
 )
 from ._realtime_socket import RealtimeSocket
 
@@ -205,25 +206,7 @@ class OpenAIRealtimeLLM:
         return self._audio
 
     def _session_config(self) -> dict[str, Any]:
-        if not self._audio:
-            return {"type": "realtime", "output_modalities": ["text"]}
-        pcm = {"type": "audio/pcm", "rate": RATE}
-        output: dict[str, Any] = {"format": pcm}
-        if self._voice:
-            output["voice"] = self._voice
-        return {
-            "type": "realtime",
-            "output_modalities": ["audio"],
-            "audio": {
-                # backline's voice pipeline decides when the user's turn ends
-                "input": {
-                    "format": pcm,
-                    "transcription": {"model": self._transcription_model},
-                    "turn_detection": None,
-                },
-                "output": output,
-            },
-        }
+        return session_config(self._audio, self._voice, self._transcription_model)
 
     async def append_audio(self, pcm: bytes) -> None:
         await self._connect()
@@ -271,6 +254,28 @@ class OpenAIRealtimeLLM:
         else:
             self._idle.set()
         self._changed()
+
+    # -- ContextFollower ------------------------------------------------------------
+    def context_changed(self, chat_ctx: ChatContext) -> None:
+        """Items reached the context with no reply (a silent update): sync them now,
+        without a response, when the session is open and nothing runs (else the next
+        request brings them)."""
+        if self._closed or not self._socket.open_now or self._lock.locked():
+            return
+        self._scope.create_task(self._sync_now(chat_ctx), name="OpenAIRealtimeLLM silent sync")
+
+    async def _sync_now(self, chat_ctx: ChatContext) -> None:
+        if self._lock.locked():
+            return  # a request runs: it syncs
+        async with self._lock:
+            try:
+                await self._settle()
+                if not self._socket.open_now:
+                    return  # the next request reconnects and sends everything
+                _, items = convert_context(chat_ctx)
+                await self._sync(items)
+            except LLMError as e:
+                log.warning("OpenAI Realtime: a silent update waits for the next request (%s)", e)
 
     # -- lifecycle ----------------------------------------------------------------
     async def aclose(self) -> None:

@@ -41,7 +41,14 @@ from ._build import (
 from ._hosting import hosting_voice_channel
 from ._options import DEFAULT_LLM, SessionOptions, session_options
 from ._plugins import PluginSource, plugin_manager
-from ._speech import SPEECH_SECTION, SpeechEngines, SpeechOptions, build_speech, speech_options
+from ._speech import (
+    SPEECH_SECTION,
+    SpeechEngines,
+    SpeechOptions,
+    build_speech,
+    session_speech,
+    speech_options,
+)
 
 __all__ = [
     "DEFAULT_INSTRUCTIONS",
@@ -63,5 +70,6 @@ __all__ = [
     "preflight",
     "prepare_session",
     "session_options",
+    "session_speech",
     "speech_options",
 ]

@@ -10,6 +10,11 @@ starts, and each problem is a click error naming the option to change. A model t
 user asked for (``--stt whisper``, ``--stt-model small.en``) is downloaded on first
 use, with a progress bar on stderr; an engine chosen by default never downloads.
 
+A model that hears and speaks itself (an LLM registered with ``speaks=True``, such as
+``--llm openai-realtime``) needs no speech-to-text engine: ``build_speech(...,
+llm=NAME)`` leaves it out unless ``--stt`` names one, and ``session_speech`` gives
+each session the model's own hearing (and turns its voice on).
+
 Engines are built once per front end: a speech-to-text engine or a voice activity
 detector opens a stream per conversation, a text-to-speech engine synthesises per
 call, so one set of engines serves every session of a process.
@@ -28,10 +33,19 @@ import click
 from ..plugins import OptionSection, PluginError, PluginManager, SpeechEngineEntry, UnknownNameError
 from ..plugins._errors import closest
 from ..speech.models import DownloadError, ModelSpec, download, is_downloaded, model_dir
+from ..speech.speaking import SpeakingModel
+from ..speech.stt import SpeechToText
 
 F = TypeVar("F", bound=Callable[..., Any])
 
-__all__ = ["SPEECH_SECTION", "SpeechEngines", "SpeechOptions", "build_speech", "speech_options"]
+__all__ = [
+    "SPEECH_SECTION",
+    "SpeechEngines",
+    "SpeechOptions",
+    "build_speech",
+    "session_speech",
+    "speech_options",
+]
 
 
 @dataclass(frozen=True)
@@ -54,29 +68,53 @@ class SpeechOptions:
 
 @dataclass(frozen=True)
 class SpeechEngines:
-    """Built engines (``backline.speech`` protocols) and the entries they came from."""
+    """Built engines (``backline.speech`` protocols) and the entries they came from.
+    ``model``: the LLM that hears and speaks itself (``stt`` is ``None`` then, unless
+    ``--stt`` named one: the model hears its transcripts)."""
 
     stt: Any
     tts: Any
     vad: Any
-    entries: tuple[SpeechEngineEntry, SpeechEngineEntry, SpeechEngineEntry]
+    entries: tuple[SpeechEngineEntry | None, SpeechEngineEntry, SpeechEngineEntry]
     options: SpeechOptions
+    model: str | None = None
 
     def describe(self) -> str:
         """One line for a front end to say at start: which engine does what."""
         stt, tts, vad = self.entries
         o = self.options
-        return (
-            f"speech: listening with {_label(stt, o.stt_model or stt.default_model)}, "
-            f"speaking with {_label(tts, o.tts_voice or tts.default_voice)}, "
-            f"voice activity by {vad.name}"
-        )
+        speaking = f"speaking with {_label(tts, o.tts_voice or tts.default_voice)}"
+        if self.model is not None:
+            hears = "hears you and speaks" if stt is None else "speaks"
+            speaking = f"{self.model} {hears} in its own voice (other words: {tts.name})"
+        listening = ""
+        if stt is not None:
+            listening = f"listening with {_label(stt, o.stt_model or stt.default_model)}, "
+        return f"speech: {listening}{speaking}, voice activity by {vad.name}"
 
     def as_dict(self) -> dict[str, str]:
         """The engines chosen and their options, for the conversation log."""
         stt, tts, vad = self.entries
-        chosen = {"stt": stt.name, "tts": tts.name, "vad": vad.name}
+        listening = self.model if stt is None else stt.name
+        chosen = {"stt": listening or "", "tts": tts.name, "vad": vad.name}
         return {**self.options.as_dict(), **chosen}
+
+
+def session_speech(stt: SpeechToText | None, llm: object) -> SpeechToText:
+    """The speech-to-text for a session whose voice agent runs on ``llm``, given the
+    engines' ``stt``: a model that speaks (``SpeakingModel``) is asked for audio (its
+    own voice from now on) and hears the user itself, unless ``--stt`` named an engine
+    (``stt`` is not ``None``: the model hears its transcripts)."""
+    if isinstance(llm, SpeakingModel):
+        hearing = llm.use_audio()
+        if stt is None:
+            return hearing
+    if stt is None:
+        raise click.UsageError(
+            f"{type(llm).__name__} does not hear the user itself: name a speech-to-text "
+            "engine with --stt"
+        )
+    return stt
 
 
 def _label(entry: SpeechEngineEntry, detail: str | None) -> str:
@@ -128,17 +166,27 @@ def _speech_params() -> list[click.Option]:
     ]
 
 
-def build_speech(manager: PluginManager, options: SpeechOptions) -> SpeechEngines:
+def build_speech(
+    manager: PluginManager, options: SpeechOptions, *, llm: str | None = None
+) -> SpeechEngines:
     """Choose and build the engines (each raises a click error saying which option to
     change: an unknown name, an engine that cannot run here, a model or voice it
     does not take). Blocking (an engine may load its model): call it before the event
-    loop starts, or in a worker thread."""
-    stt = _choose(manager, "stt", options.stt, "--stt", options.stt_model)
+    loop starts, or in a worker thread. ``llm``: the voice agent's LLM name; one that
+    hears and speaks itself needs no speech-to-text engine unless ``--stt`` names one."""
+    model = llm if llm is not None and manager.llm_speaks(llm) else None
+    stt = (
+        None
+        if model is not None and options.stt is None
+        else _choose(manager, "stt", options.stt, "--stt", options.stt_model)
+    )
     tts = _choose(manager, "tts", options.tts, "--tts", options.tts_model)
     vad = _choose(manager, "vad", options.vad, "--vad", None)
     _check_voice(tts, options.tts_voice)
-    built = (
-        _build(stt, "--stt", model=options.stt_model, language=options.language),
+    return SpeechEngines(
+        None
+        if stt is None
+        else _build(stt, "--stt", model=options.stt_model, language=options.language),
         _build(
             tts,
             "--tts",
@@ -147,8 +195,10 @@ def build_speech(manager: PluginManager, options: SpeechOptions) -> SpeechEngine
             language=options.language,
         ),
         _build(vad, "--vad"),
+        entries=(stt, tts, vad),
+        options=options,
+        model=model,
     )
-    return SpeechEngines(*built, entries=(stt, tts, vad), options=options)
 
 
 def _choose(

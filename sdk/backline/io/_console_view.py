@@ -9,6 +9,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from ..background import background_voices
+from ..llm.llm import AudioDelta
 from ..speech.audio_output import AudioSink, SpeechOutput
 from ..speech.output import PlayoutResult, TextOutput
 from ..speech.tts import TextToSpeech
@@ -144,14 +145,21 @@ class ConsoleOutput(TextOutput):
             self.voice.begin_segment(speech_id)
 
     def on_text(self, text: str) -> None:
+        self._show(text)
+        if self.voice is not None:
+            self.voice.write(text)
+
+    def write_audio(self, delta: AudioDelta) -> None:
+        """A model that speaks itself: its transcript shows, its audio plays."""
+        self.relay_audio(delta, self.voice, self._show)
+
+    def _show(self, text: str) -> None:
         if self._stream:
             self._emit(text)
         else:
             self._view.live_reply += text
             if self.on_live is not None:
                 self.on_live()
-        if self.voice is not None:
-            self.voice.write(text)
 
     def on_flush(self) -> None:
         self._shown(interrupted=False)

@@ -28,6 +28,7 @@ from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any, TextIO
 
 from ..limits import DEFAULT_LIMITS, Limits
+from ..llm import close_llm
 from ..tasks import TaskScope
 from ._alerts import BELL, alert_line
 from ._console_view import LEAVE_HINT, ConsoleOutput, ConsoleView, wrap_items
@@ -470,4 +471,5 @@ async def _converse(
         if voice is not None:
             await voice.aclose()
         await session.aclose()
+        await close_llm(session.llm)  # a realtime model's socket
         emit("bye\n")

@@ -30,9 +30,10 @@ from .llm import (
     TextDelta,
     ToolCallChunk,
     Usage,
+    close_llm,
     llm_label,
 )
-from .realtime import RealtimeSession
+from .realtime import ContextFollower, RealtimeSession
 from .tool_output import (
     JsonSnapshot,
     is_valid_tool_output,
@@ -99,6 +100,7 @@ __all__ = [
     "ChatContext",
     "ChatItem",
     "ChatMessage",
+    "ContextFollower",
     "FunctionCall",
     "FunctionCallOutput",
     "FunctionTool",
@@ -125,6 +127,7 @@ __all__ = [
     "Usage",
     "arguments_object",
     "check_tool_choice",
+    "close_llm",
     "failed_stream",
     "find_function_tools",
     "function_tool",

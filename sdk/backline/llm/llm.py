@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import asyncio
+import logging
 from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Sequence
 from dataclasses import dataclass
 from types import TracebackType
@@ -131,6 +133,20 @@ class LLM(Protocol):
         tools: Sequence[FunctionTool] = (),
         tool_choice: ToolChoice | None = None,
     ) -> LLMStream: ...
+
+
+async def close_llm(llm: object, timeout: float = 5.0) -> None:
+    """Close ``llm`` if it holds a connection (it has an ``aclose()``: a realtime model's
+    socket), within ``timeout``. What goes wrong is logged, never raised: a front end
+    calls it after its session closed."""
+    aclose = getattr(llm, "aclose", None)
+    if not callable(aclose):
+        return
+    try:
+        async with asyncio.timeout(timeout):
+            await aclose()
+    except Exception as e:
+        logging.getLogger("backline.llm").warning("closing %s failed: %r", type(llm).__name__, e)
 
 
 def llm_label(llm: LLM) -> tuple[str, str | None]:

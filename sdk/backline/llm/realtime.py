@@ -5,6 +5,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Protocol, runtime_checkable
 
+from .chat_context import ChatContext
+
 
 @runtime_checkable
 class RealtimeSession(Protocol):
@@ -24,3 +26,17 @@ class RealtimeSession(Protocol):
     def add_background_work_listener(self, listener: Callable[[bool], None]) -> None: ...
 
     def remove_background_work_listener(self, listener: Callable[[bool], None]) -> None: ...
+
+
+@runtime_checkable
+class ContextFollower(Protocol):
+    """A realtime session that takes context changes as they happen.
+
+    The runtime calls ``context_changed(chat_ctx)`` when items were inserted into the
+    agent's context with no reply of their own (a background's silent update), so the
+    model has them at once rather than with the next request. Return at once: bring
+    them over in the background, best effort (the next request syncs the context in
+    any case), and never start a response.
+    """
+
+    def context_changed(self, chat_ctx: ChatContext) -> None: ...

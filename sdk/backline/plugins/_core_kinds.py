@@ -67,6 +67,7 @@ class RegisterLLM(Protocol):
         description: str = "",
         models: ModelNames = (),
         default_model: str | Callable[[], str | None] | None = None,
+        speaks: bool = False,
     ) -> None: ...
 
 
@@ -76,7 +77,9 @@ class LLMEntry:
 
     ``models``: the model names it knows (``known_models()``); ``default_model``: the
     one it uses when none is named (``default()``), as configured now. Both are for
-    listing (``backline models``); the factory still decides.
+    listing (``backline models``); the factory still decides. ``speaks``: its LLMs hear
+    and speak themselves (``backline.speech.SpeakingModel``): a voice front end needs
+    no speech-to-text engine for them.
     """
 
     name: str
@@ -85,6 +88,7 @@ class LLMEntry:
     plugin: str
     models: ModelNames = ()
     default_model: str | Callable[[], str | None] | None = None
+    speaks: bool = False
 
     def known_models(self) -> list[str]:
         """The models it knows, the default first (when it declares one)."""
@@ -130,13 +134,15 @@ def _llm(
     description: str = "",
     models: ModelNames = (),
     default_model: str | Callable[[], str | None] | None = None,
+    speaks: bool = False,
 ) -> tuple[str, LLMEntry]:
     """Register an LLM factory under ``name``: ``factory(**options) -> LLM``.
 
     ``models``: the model names it knows (a list, or a function returning one, called
     only when models are listed); ``default_model``: the model it uses when none is
     named (a name, or a function returning the configured one, or None). ``backline
-    models`` lists them.
+    models`` lists them. ``speaks=True``: the factory's LLMs are ``SpeakingModel``s (a
+    realtime model with audio): voice front ends give them the user's voice.
     """
     check_name("register_llms", "LLM name", name)
     if not callable(factory):
@@ -149,7 +155,9 @@ def _llm(
         callable(default_model) or isinstance(default_model, str)
     ):
         raise TypeError(f"register_llms: default_model for '{name}' must be a name, or a function")
-    return name, LLMEntry(name, factory, description, plugin, models, default_model)
+    return name, LLMEntry(
+        name, factory, description, plugin, models, default_model, speaks=bool(speaks)
+    )
 
 
 def _option(

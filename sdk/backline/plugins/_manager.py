@@ -338,6 +338,11 @@ class PluginManager:
         """Every registered LLM factory (name, factory, description, plugin), by name."""
         return self.items(LLMS)
 
+    def llm_speaks(self, name: str) -> bool:
+        """Whether the LLM registered as ``name`` hears and speaks itself (``speaks``)."""
+        entry = self._loader.registry.items(LLMS).get(name)
+        return entry is not None and entry.speaks
+
     def llm(self, name: str, **options: Any) -> LLM:
         """Build the LLM registered as ``name``: ``factory(**options)``."""
         entry = self._loader.registry.items(LLMS).get(name)

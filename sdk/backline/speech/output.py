@@ -8,6 +8,7 @@ playout; a front end shows or speaks it and reports back what was delivered
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from ..llm.llm import AudioDelta
@@ -97,6 +98,21 @@ class TextOutput:
         ``SpeechOutput`` plays the audio instead of synthesizing the text."""
         if delta.transcript:
             self.write(delta.transcript)
+
+    def relay_audio(
+        self, delta: AudioDelta, voice: TextOutput | None, show: Callable[[str], None]
+    ) -> None:
+        """``write_audio`` for an output that shows the text and speaks through a
+        ``voice`` of its own (the console, the page): the transcript is shown (``show``)
+        and is this segment's text; the audio goes to ``voice``. Without a voice, the
+        transcript is written as text."""
+        if voice is None or self._speech_id is None:
+            TextOutput.write_audio(self, delta)
+            return
+        if delta.transcript:
+            self._parts.append(delta.transcript)
+            show(delta.transcript)
+        voice.write_audio(delta)
 
     def flush(self) -> None:
         if self._speech_id is not None:

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..llm.chat_context import ChatItem, ChatMessage
 from ..llm.llm import LLM
-from ..llm.realtime import RealtimeSession
+from ..llm.realtime import ContextFollower, RealtimeSession
 from ..llm.tools import FunctionTool, ToolError
 from ..tasks import CancelWhenDone, TaskScope, done_within, emptied, first_completed
 from ._context import current_call, current_on_enter
@@ -196,6 +196,16 @@ class AgentActivity:
         rt.add_background_work_listener(changed)
         self._realtime = rt
         self._realtime_listener = changed
+
+    def context_inserted(self) -> None:
+        """Items reached the agent's context with no reply of their own (a silent
+        update): a realtime session that follows the context is told at once."""
+        rt = self._realtime
+        if isinstance(rt, ContextFollower):
+            try:
+                rt.context_changed(self.agent._chat_ctx)
+            except Exception:
+                logger.exception("the realtime session failed to take a context change")
 
     def _detach_realtime(self) -> None:
         rt = self._realtime

@@ -90,6 +90,10 @@ class Runtime(Protocol):
         """The agent what is said to the session reaches now."""
         ...
 
+    def _current_activity(self) -> Any:
+        """The ``AgentActivity`` of the agent the user talks to (None before the start)."""
+        ...
+
     def _is_current(self, activity: object) -> bool:
         """Whether ``activity`` is the agent the user talks to."""
         ...

@@ -213,13 +213,17 @@ class ReplyScheduler:
             seq=next(_ENQUEUED),
         )
         if silent:
-            await self._retarget([entry])
+            target = await self._retarget([entry])
             if self._closed:
                 raise SchedulerClosed(f"{self._name} closed during the insert")
             if session._switching():
                 if self._following is None:  # the agent is about to change
                     self._following = []
                 self._following.append(entry)
+                return
+            activity = session._current_activity()
+            if activity is not None and activity.agent is target:
+                activity.context_inserted()  # a realtime model takes it at once
             return
         if self._pending is None:
             self._pending = []

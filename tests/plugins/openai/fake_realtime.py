@@ -47,6 +47,7 @@ from websockets.http11 import Request, Response
 Part = tuple[Any, ...]
 WORD_MS = 200  # of audio per spoken word
 BYTES_PER_MS = 48  # 24 kHz, 16-bit mono
+SPOKEN = (4096).to_bytes(2, "little", signed=True)  # each sample of the model's voice
 
 
 def text(value: str) -> list[Part]:
@@ -80,6 +81,8 @@ class FakeRealtimeServer:
         self.audio_ms: dict[str, int] = {}  # spoken item id -> ms of its audio
         self.modalities: list[str] = ["text"]  # the response being made
         self.drop_on_commit = False  # drop the socket once an utterance is committed
+        self.open_connections = 0
+        self.all_closed = asyncio.Event()  # set whenever no client is connected
         self._server: Server | None = None
         self._ids = itertools.count(1)
         self._response: asyncio.Task[None] | None = None
@@ -124,6 +127,8 @@ class FakeRealtimeServer:
 
     async def _serve(self, ws: ServerConnection) -> None:
         self.connections += 1
+        self.open_connections += 1
+        self.all_closed.clear()
         self.conversation = []
         self.session = {}
         self.input_audio = bytearray()
@@ -140,6 +145,9 @@ class FakeRealtimeServer:
         finally:
             if self._response is not None and not self._response.done():
                 self._response.cancel()
+            self.open_connections -= 1
+            if not self.open_connections:
+                self.all_closed.set()
 
     async def _emit(self, ws: ServerConnection, event: dict[str, Any]) -> None:
         event.setdefault("event_id", self._id("event"))
@@ -389,7 +397,7 @@ class FakeRealtimeServer:
             ws, {"type": "response.output_item.added", **base, "output_index": index, "item": item}
         )
         at = {**base, "output_index": index, "item_id": item_id, "content_index": 0}
-        pcm = base64.b64encode(bytes(WORD_MS * BYTES_PER_MS)).decode()
+        pcm = base64.b64encode(SPOKEN * (WORD_MS * BYTES_PER_MS // 2)).decode()
         sent = ""
         for n, word in enumerate(value.split(" ")):
             delta = word if n == 0 else " " + word

@@ -111,7 +111,7 @@ def test_the_plugin_is_listed_with_its_llm_and_option() -> None:
     assert info["distribution"] == "backline-openai"
     assert (info["llms"], info["options"], info["status"]) == (
         ["openai", "openai-realtime"],
-        ["--base-url"],
+        ["--base-url", "--realtime-voice"],
         "loaded",
     )
     help_ = run("console", "--help", env=cli_env())

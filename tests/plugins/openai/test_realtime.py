@@ -1,5 +1,5 @@
 """OpenAIRealtimeLLM against a Realtime server on loopback (``fake_realtime``): a text
-turn, a tool call, a background's silent and spoken updates, a barge-in, the
+turn, a tool call, a background's silent (synced at once) and spoken updates, a barge-in, the
 background-work flag and the away timer (catalog 130-134), a dropped socket."""
 
 from __future__ import annotations
@@ -183,10 +183,13 @@ async def test_silent_and_spoken_background_updates(
     await session.start(Agent("You front a coding agent."))
     await session.run(user_input="fix the login", timeout=WAIT)
     assert len(server.sent("response.create")) == 2  # the tool call, its continuation
-    noted = asyncio.Event()
-    session.on("background_message", lambda e: noted.set())
+    # The silent note reaches the model at once: an item, no response.
+    arrived = asyncio.Event()
+    server.probe = lambda e: arrived.set() if "started:" in json_text(e.get("item") or {}) else None
     go_silent.set()
-    await asyncio.wait_for(noted.wait(), WAIT)
+    await asyncio.wait_for(arrived.wait(), WAIT)
+    assert server.received[-1]["type"] == "conversation.item.create"
+    assert len(server.sent("response.create")) == 2
     assert await session.wait_for_idle(timeout=WAIT)
     go_spoken.set()
     await asyncio.wait_for(spoken.wait(), WAIT)
@@ -198,16 +201,21 @@ async def test_silent_and_spoken_background_updates(
         "started: fix the login",
         "finished: fix the login",
     ]
-    # The silent note asked for no response: it reached the server as an item with the
-    # next sync, before the spoken update's item and its one response.create.
-    tail = [(e["type"], json_text(e.get("item") or {})) for e in server.received[-3:]]
-    assert [kind for kind, _ in tail] == [
-        "conversation.item.create",
-        "conversation.item.create",
-        "response.create",
-    ]
-    assert "started: fix the login" in tail[0][1]
-    assert "finished: fix the login" in tail[1][1]
+    # The spoken update: its item and its one response.create (the silent note is
+    # held already: not sent again).
+    tail = [(e["type"], json_text(e.get("item") or {})) for e in server.received[-2:]]
+    assert [kind for kind, _ in tail] == ["conversation.item.create", "response.create"]
+    assert "finished: fix the login" in tail[0][1]
+    assert (
+        len(
+            [
+                e
+                for e in server.sent("conversation.item.create")
+                if "started:" in json_text(e["item"])
+            ]
+        )
+        == 1
+    )
     assert len(server.sent("response.create")) == 3
     assert server.conversation[-1]["content"][0]["text"] == "The login is fixed."
 

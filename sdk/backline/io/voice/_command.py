@@ -21,6 +21,7 @@ from ...app import (
     plugin_manager,
     prepare_session,
     session_options,
+    session_speech,
     speech_options,
 )
 from ...plugins import PluginManager
@@ -72,7 +73,7 @@ def run_voice_front_end(
     manager = manager or plugin_manager()
     check_options(manager, options)
     _check_devices(voice)
-    engines = build_speech(manager, speech)
+    engines = build_speech(manager, speech, llm=options.llm)
     echo, echo_note = _echo(voice)
     session, agent = prepare_session(
         manager, options, front_end="voice", log_options={**engines.as_dict(), "mode": voice.mode}
@@ -85,7 +86,7 @@ def run_voice_front_end(
         source = _source(voice)
         front = TerminalVoice(
             session,
-            stt=engines.stt,
+            stt=session_speech(engines.stt, agent.llm or session.llm),
             tts=engines.tts,
             vad=engines.vad,
             source=source,

@@ -151,7 +151,9 @@ def build_web_command(
 
         # Bad options fail here, before serving: the speech engines (built once, shared
         # by every tab; an engine may load its model), then the session.
-        speech = choose_web_speech(plugin_manager(), speech_mode, speech_options)
+        speech = choose_web_speech(
+            plugin_manager(), speech_mode, speech_options, llm=session_options.llm
+        )
         chosen[:] = [speech]
         first = [build(session_options)]
 

@@ -8,6 +8,7 @@ import logging
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
+from ...llm.llm import AudioDelta
 from ...voice.io import PlayoutResult, TextOutput
 from . import protocol
 
@@ -90,6 +91,12 @@ class WebOutput(TextOutput):
         self._send(protocol.segment_text(self._segment, text))
         if self.voice is not None:
             self.voice.write(text)
+
+    def write_audio(self, delta: AudioDelta) -> None:
+        """A model that speaks itself: its transcript shows, its audio plays."""
+        self.relay_audio(
+            delta, self.voice, lambda text: self._send(protocol.segment_text(self._segment, text))
+        )
 
     def on_flush(self) -> None:
         self._ended = True

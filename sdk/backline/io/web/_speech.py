@@ -29,7 +29,9 @@ class WebSpeech:
     engines (all three, or none); ``names`` their names (``{"stt": ..., "tts": ...,
     "vad": ...}``) and ``local`` whether all of them run on this machine, for the page;
     ``description`` the line said at start; ``unavailable`` why the server has no
-    speech (``auto`` without a ready engine: every tab then uses the browser's)."""
+    speech (``auto`` without a ready engine: every tab then uses the browser's).
+    ``model``: the voice agent's LLM hears and speaks itself (``stt`` is ``None``: each
+    tab's session gives its model the microphone, ``backline.app.session_speech``)."""
 
     mode: SpeechMode = "browser"
     stt: SpeechToText | None = None
@@ -39,11 +41,12 @@ class WebSpeech:
     local: bool = True
     description: str | None = None
     unavailable: str | None = None
+    model: str | None = None
 
     def __post_init__(self) -> None:
         if self.mode not in SPEECH_MODES:
             raise ValueError(f"speech mode must be one of {', '.join(SPEECH_MODES)}")
-        given = [e is not None for e in (self.stt, self.tts, self.vad)]
+        given = [e is not None for e in (self.stt or self.model, self.tts, self.vad)]
         if any(given) and not all(given):
             raise ValueError("the server's speech needs all three engines: stt, tts and vad")
         if self.mode == "server" and not self.ready:
@@ -57,15 +60,17 @@ class WebSpeech:
             stt=engines.stt,
             tts=engines.tts,
             vad=engines.vad,
-            names={e.kind: e.name for e in engines.entries},
-            local=all(e.local for e in engines.entries),
+            names={"stt": engines.model or "", **{e.kind: e.name for e in engines.entries if e}},
+            local=engines.model is None and all(e.local for e in engines.entries if e),
             description=engines.describe(),
+            model=engines.model,
         )
 
     @property
     def ready(self) -> bool:
         """Whether the server can listen and speak."""
-        return self.stt is not None and self.tts is not None and self.vad is not None
+        hears = self.stt is not None or self.model is not None
+        return hears and self.tts is not None and self.vad is not None
 
     def server_for(self, preference: str | None) -> bool:
         """Whether the server listens and speaks in a tab whose page prefers
@@ -103,7 +108,7 @@ class WebSpeech:
 
 
 def choose_web_speech(
-    manager: PluginManager, mode: SpeechMode, options: SpeechOptions
+    manager: PluginManager, mode: SpeechMode, options: SpeechOptions, *, llm: str | None = None
 ) -> WebSpeech:
     """The ``--speech`` mode and the speech options as a ``WebSpeech``, its engines built
     (blocking: before the server starts). ``server``: an engine that cannot be had is a
@@ -124,7 +129,7 @@ def choose_web_speech(
             )
         return WebSpeech("browser")
     try:
-        engines = build_speech(manager, options)
+        engines = build_speech(manager, options, llm=llm)
     except click.ClickException as e:
         if mode == "server" or given:
             raise

@@ -23,6 +23,7 @@ from starlette.websockets import WebSocket, WebSocketDisconnect
 
 from ..._queue import BoundedQueue, QueueFull
 from ...limits import DEFAULT_LIMITS, Limits
+from ...llm import close_llm
 from ...llm.chat_context import AgentHandoff, ChatMessage, FunctionCall
 from ...tasks import TaskScope, cancel_and_wait, done_within, first_completed
 from .._alerts import TONES
@@ -379,6 +380,7 @@ class WebTab:
             logger.warning(
                 "web: closing the session of tab %s took over %.0fs", self.id, CLOSE_TIMEOUT
             )
+        await close_llm(self.session.llm)  # a realtime model's socket
         if self.voice is not None:
             try:
                 await asyncio.wait_for(self.voice.aclose(), CLOSE_TIMEOUT)

@@ -14,6 +14,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
+from ...app import session_speech
 from ...background import background_voices
 from ...speech import AudioFrame, PlayoutResult, SpeechInput, SpeechOutput, split_frames
 from . import protocol
@@ -53,12 +54,13 @@ class TabVoice:
         send: Callable[[protocol.ServerMessage], None],
         send_audio: Callable[[bytes], None],
     ) -> None:
-        assert speech.stt is not None and speech.tts is not None and speech.vad is not None
+        assert speech.ready and speech.tts is not None and speech.vad is not None
         self._session = session
         self.sink = PageAudioSink(send, send_audio)
         self.output = SpokenOutput(speech.tts, self.sink)
         background_voices(session, self.output)  # several backgrounds: a voice each
-        self.input = SpeechInput(session, stt=speech.stt, vad=speech.vad)
+        stt = session_speech(speech.stt, session.llm)
+        self.input = SpeechInput(session, stt=stt, vad=speech.vad)
         self.microphone = MicrophoneGate(self._push)
         self._end_silence = float(getattr(speech.vad, "min_silence", END_SILENCE - 0.1)) + 0.1
         self._started = False
