@@ -256,6 +256,10 @@ class OpenAIRealtimeLLM:
         self._changed()
 
     # -- ContextFollower ------------------------------------------------------------
+    def agent_changed(self, chat_ctx: ChatContext, tools: Sequence[FunctionTool]) -> None:
+        """Nothing to do ahead: each request carries the instructions and tools, and
+        the model answers only when asked (``response.create``)."""
+
     def context_changed(self, chat_ctx: ChatContext) -> None:
         """Items reached the context with no reply (a silent update): sync them now,
         without a response, when the session is open and nothing runs (else the next

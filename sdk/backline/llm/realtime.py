@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Protocol, runtime_checkable
 
 from .chat_context import ChatContext
+from .tools import FunctionTool
 
 
 @runtime_checkable
@@ -30,13 +31,18 @@ class RealtimeSession(Protocol):
 
 @runtime_checkable
 class ContextFollower(Protocol):
-    """A realtime session that takes context changes as they happen.
+    """A realtime session that follows its agent between requests.
 
-    The runtime calls ``context_changed(chat_ctx)`` when items were inserted into the
+    ``agent_changed(chat_ctx, tools)``: the session now speaks for this agent (at the
+    start, after a handoff): its context (the instructions are its system messages)
+    and its tools, before any request, so a model that answers the user's voice by
+    itself is configured for it ahead. ``context_changed(chat_ctx)``: items reached the
     agent's context with no reply of their own (a background's silent update), so the
-    model has them at once rather than with the next request. Return at once: bring
-    them over in the background, best effort (the next request syncs the context in
-    any case), and never start a response.
+    model has them at once rather than with the next request. Both return at once:
+    the work is done in the background, best effort (the next request syncs the
+    context and carries the tools in any case), and never starts a response.
     """
+
+    def agent_changed(self, chat_ctx: ChatContext, tools: Sequence[FunctionTool]) -> None: ...
 
     def context_changed(self, chat_ctx: ChatContext) -> None: ...

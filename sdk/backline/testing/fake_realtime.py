@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
+
+from ..llm.chat_context import ChatContext, ChatMessage
+from ..llm.tools import FunctionTool
 
 
 class FakeRealtimeSession:
@@ -10,12 +13,28 @@ class FakeRealtimeSession:
 
     ``set_background_work(True)`` notifies listeners at once, as a realtime
     model does when a backend response starts; the property is always the truth.
+    It is also a ``ContextFollower``: ``agents`` records each ``agent_changed`` (the
+    system messages' text, the tool names) and ``contexts`` each ``context_changed``
+    (the texts of the context's messages then).
     """
 
     def __init__(self, *, background_work_running: bool = False) -> None:
         self._running = background_work_running
         self._listeners: list[Callable[[bool], None]] = []
         self.changes: list[bool] = []
+        self.agents: list[tuple[list[str], list[str]]] = []
+        self.contexts: list[list[str]] = []
+
+    def agent_changed(self, chat_ctx: ChatContext, tools: Sequence[FunctionTool]) -> None:
+        system = [
+            m.content
+            for m in chat_ctx.items
+            if isinstance(m, ChatMessage) and m.role in ("system", "developer")
+        ]
+        self.agents.append((system, sorted(t.name for t in tools)))
+
+    def context_changed(self, chat_ctx: ChatContext) -> None:
+        self.contexts.append([m.content for m in chat_ctx.items if isinstance(m, ChatMessage)])
 
     @property
     def background_work_running(self) -> bool:

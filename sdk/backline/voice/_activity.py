@@ -196,6 +196,11 @@ class AgentActivity:
         rt.add_background_work_listener(changed)
         self._realtime = rt
         self._realtime_listener = changed
+        if isinstance(rt, ContextFollower):
+            try:
+                rt.agent_changed(self.agent._chat_ctx, list(self.tool_map().values()))
+            except Exception:
+                logger.exception("the realtime session failed to take its agent")
 
     def context_inserted(self) -> None:
         """Items reached the agent's context with no reply of their own (a silent
