@@ -278,6 +278,7 @@ class OpenAIRealtimeLLM:
                     return  # the next request reconnects and sends everything
                 _, items = convert_context(chat_ctx)
                 await self._sync(items)
+                self._changed()  # a call whose output it sent is no longer open
             except LLMError as e:
                 log.warning("OpenAI Realtime: a silent update waits for the next request (%s)", e)
 

@@ -130,6 +130,9 @@ async def reply_work(
             if isinstance(activity.agent, AgentTask) and activity.agent.done():
                 return  # the task completed: its caller takes the conversation back
             if all_stop:
+                # No reply follows the outputs: a realtime model takes them now (its
+                # calls are not left open until the next request).
+                activity.context_inserted()
                 return
             if step.over_limit:
                 await say_inline(activity, speech, session.max_tool_steps_message)

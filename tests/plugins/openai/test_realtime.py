@@ -11,7 +11,15 @@ from typing import Any
 import pytest
 from backline_openai.realtime import OpenAIRealtimeLLM
 
-from backline import Agent, BackgroundContext, LLMMetrics, Session, background, function_tool
+from backline import (
+    Agent,
+    BackgroundContext,
+    LLMMetrics,
+    Session,
+    StopResponse,
+    background,
+    function_tool,
+)
 from backline.llm import (
     ChatContext,
     LLMError,
@@ -508,3 +516,31 @@ async def test_a_slow_tool_keeps_the_agent_thinking_and_the_user_present(
     assert rec.agent_states[-2:] == ["speaking", "listening"]
     assert "away" not in rec.user_states
     assert server.conversation[-1]["content"][0]["text"] == "The build is done."
+
+
+async def test_a_tool_that_stops_the_reply_closes_its_call_at_once(
+    server: FakeRealtimeServer, make_llm: Callable[..., OpenAIRealtimeLLM]
+) -> None:
+    """A tool that asks for no reply (``StopResponse``): its output reaches the model
+    at once, without a response, so the call is not left open (the model not "busy")
+    until the next request."""
+
+    @function_tool
+    async def hang_up() -> str:
+        """End the call."""
+        raise StopResponse()
+
+    server.push(fr.call("hang_up"))
+    llm = make_llm()
+    session: Session[Any] = Session(llm, tools=[hang_up])
+    await session.start(Agent("Help."))
+    idle = asyncio.Event()
+    llm.add_background_work_listener(lambda busy: idle.set() if not busy else None)
+    await session.run(user_input="bye", timeout=WAIT)
+    await asyncio.wait_for(idle.wait(), WAIT)
+    assert llm.background_work_running is False
+    (output,) = [e for e in created(server) if e["type"] == "function_call_output"]
+    assert server.received[-1]["item"] == output  # no response.create after it
+    assert len(server.sent("response.create")) == 1
+    await session.aclose()
+    assert server.errors == []

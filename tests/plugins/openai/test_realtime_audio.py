@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 from backline_openai.realtime import DEFAULT_TRANSCRIPTION_MODEL, OpenAIRealtimeLLM
 
-from backline import Agent, LLMMetrics, Session
+from backline import Agent, LLMMetrics, Session, function_tool
 from backline.speech import (
     AudioFrame,
     ClockSink,
@@ -97,7 +97,9 @@ class HandSink:
 class Voice:
     """A session on the realtime model with a microphone pipeline and a speaker."""
 
-    def __init__(self, server: FakeRealtimeServer, sink: HandSink | None = None) -> None:
+    def __init__(
+        self, server: FakeRealtimeServer, sink: HandSink | None = None, tools: Any = ()
+    ) -> None:
         self.llm = OpenAIRealtimeLLM(base_url=server.url, api_key="sk-test", ping_interval=None)
         assert isinstance(self.llm, SpeakingModel)
         hearing = self.llm.use_audio()
@@ -105,7 +107,9 @@ class Voice:
         self._frame = asyncio.Event()
         self.sink = ClockSink(on_frame=self._on_frame)
         self.output = SpeechOutput(NoSynthesis(), sink or self.sink)
-        self.session: Session[Any] = Session(self.llm, output=self.output, user_away_timeout=None)
+        self.session: Session[Any] = Session(
+            self.llm, output=self.output, user_away_timeout=None, tools=tools
+        )
         self.input = SpeechInput(self.session, stt=hearing, vad=EnergyVAD())
         self.rec = Recorder(self.session)
 
@@ -264,3 +268,49 @@ async def test_a_lost_socket_loses_the_utterance_with_a_clear_error(
     finally:
         await stream.aclose()
         await llm.aclose()
+
+
+async def test_a_tool_runs_while_the_models_preamble_plays(server: FakeRealtimeServer) -> None:
+    """The model says something and calls a tool in one response: its voice plays while
+    the tool runs, and the tool's result, when it comes, gets the spoken continuation."""
+    release, started = asyncio.Event(), asyncio.Event()
+
+    @function_tool
+    async def get_weather(city: str) -> str:
+        """Get the weather.
+
+        Args:
+            city: The city.
+        """
+        started.set()
+        await release.wait()
+        return f"Sunny in {city}."
+
+    server.push(
+        [("text", "Let me check"), ("call", "get_weather", {"city": "Oslo"})],
+        fr.text("It is sunny in Oslo"),
+    )
+    sink = HandSink()
+    sink.instant = True
+    async with Voice(server, sink, tools=[get_weather]) as v:
+        v.session.push_user_turn("weather in Oslo?")
+        await asyncio.wait_for(started.wait(), WAIT)
+        assert sink.frames == 3  # the preamble's voice came before the tool's result
+        assert server.sent("conversation.item.create")[-1]["item"]["role"] == "user"
+        release.set()
+        assert await v.session.wait_for_idle(timeout=WAIT)
+        said = v.said()
+    assert said == [
+        ("user", "weather in Oslo?", False),
+        ("assistant", "Let me check", False),
+        ("assistant", "It is sunny in Oslo", False),
+    ]
+    assert sink.frames == 3 + 5  # a frame per word
+    (output,) = [
+        e
+        for e in server.sent("conversation.item.create")
+        if e["item"]["type"] == "function_call_output"
+    ]
+    assert output["item"]["output"] == "Sunny in Oslo."
+    assert server.received[-1]["type"] == "response.create"
+    assert server.errors == []
