@@ -206,8 +206,10 @@ def operations(
     *,
     running: bool = False,
     seed: bool = False,
+    reply: bool = True,
 ) -> list[Op]:
-    """The messages that send ``new`` and ask for one reply.
+    """The messages that send ``new`` and ask for one reply (``reply=False``: that only
+    add it to the context, every message ``turn_complete=False`` or ``SILENT``).
 
     An output for a call the session made (``session_calls``) is a tool response, any
     other unit client content (a ``seed`` sends them all in one message). The last
@@ -233,12 +235,14 @@ def operations(
             ops[-1].turns.append(turn)
         else:
             ops.append(Op("content", turns=[turn]))
-    if not ops:
+    if not ops and reply:
         ops.append(Op("content"))  # nothing new: only the request for a reply
     for op in ops:
         if op.kind == "tool":
             op.function_responses[0]["id"] = op.units[0].call_id
             op.function_responses[0]["scheduling"] = "SILENT"
+    if not reply:
+        return ops
     last = ops[-1]
     if last.kind == "tool":
         last.function_responses[0]["scheduling"] = "INTERRUPT" if running else "WHEN_IDLE"

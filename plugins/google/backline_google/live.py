@@ -13,9 +13,11 @@ The session is configured with ``session_resumption``: the latest handle is kept
 after a dropped socket or a ``go_away`` the next ``chat()`` reconnects with it (the
 turn in flight fails with an ``LLMError``); a refused handle falls back to a fresh
 session seeded with the context. The object is the agent's ``RealtimeSession``
-(``background_work_running``: a turn asked for and not complete, or a call open) and a
-``SpeakingModel`` (``use_audio()``: replies as audio, the user's voice sent to the
-model; see ``_live_audio``, which also says how a spoken turn's reply is made).
+(``background_work_running``: a turn asked for and not complete, or a call open), a
+``ContextFollower`` (the agent's setup and silent updates ahead of the requests; see
+``_live_follow``) and a ``SpeakingModel`` (``use_audio()``: replies as audio, the
+user's voice sent to the model; see ``_live_audio``, which also says how a spoken
+turn's reply is made).
 
 Imported on demand (it pulls in ``google-genai``). See the plugin's README.
 """
@@ -50,7 +52,7 @@ from backline.llm import (
 from backline.tasks import TaskScope
 
 from . import _config
-from ._live_audio import LiveVoice
+from ._live_follow import LiveFollower
 from ._live_items import (
     Converted,
     Op,
@@ -77,7 +79,7 @@ def _audio_native(model: str) -> bool:
     return "native-audio" in name or (name.startswith("gemini-3") and "live" in name)
 
 
-class GeminiLiveLLM(LiveVoice):
+class GeminiLiveLLM(LiveFollower):
     """A Gemini Live model as a voice agent's LLM.
 
     ``model`` defaults to ``LIVE_DEFAULT_MODEL``; ``api_key`` to ``$GEMINI_API_KEY``,
@@ -412,9 +414,9 @@ class GeminiLiveLLM(LiveVoice):
         answered = self._pending_answer()
         if converted.system != self._system or tools_signature(tools) != self._tools_key:
             if answered is not None:
-                # The voice was answered under other instructions or tools (a session
-                # the voice opened before any chat(), or another agent's): not this
-                # reply. A new session, seeded with the context, makes it.
+                # The voice was answered under other instructions or tools (another
+                # agent's, a setup not brought in line ahead): not this reply. A new
+                # session, seeded with the context, makes it.
                 log.info("the user's voice was answered with another setup: a new session")
                 self._handle = None
                 await self._close_session(None)
@@ -460,38 +462,6 @@ class GeminiLiveLLM(LiveVoice):
             await self._close_session(None)
             raise
         return turn
-
-    async def _settle(self) -> None:
-        """Wait (bounded) for the turns the runtime stopped reading to end: what they add
-        to the session must be known before the sync. One that does not end in time is
-        left behind with its session (the context is taken as diverged)."""
-        waiting = [t for t in self._turns if not t.done and (t.abandoned or not t.audio)]
-        if not waiting:
-            return
-        try:
-            async with asyncio.timeout(self._settle_timeout):
-                for turn in waiting:
-                    while not turn.done:
-                        await turn.events.get()
-        except TimeoutError:
-            log.warning(
-                "a Gemini Live turn did not end in %gs: a new session", self._settle_timeout
-            )
-            self._held = [("unsettled",)]
-
-    async def _for_audio(self) -> None:
-        """A session set up for text since ``use_audio()`` is replaced (fresh: the
-        modality is the setup's)."""
-        if self._session is not None and self._session_audio != self._audio:
-            self._handle = None
-            await self._close_session(None)
-
-    async def _voice_session(self) -> None:
-        """The session the user's voice goes to: the open one, else one opened (resumed
-        with the handle, if any) with the instructions and tools of the last."""
-        await self._for_audio()
-        if self._session is None:
-            await self._open(self._system or "", self._tools)
 
     async def _send_realtime(self, what: str, **realtime_input: Any) -> None:
         session = self._session

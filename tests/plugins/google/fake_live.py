@@ -39,6 +39,7 @@ import re
 import ssl
 import threading
 from collections import deque
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -93,6 +94,7 @@ class FakeLiveServer:
         self.api_key = api_key
         self.script: deque[list[Part]] = deque()
         self.received: list[tuple[str, Any]] = []  # (kind, body), every connection
+        self.probe: Callable[[str, Any], None] | None = None  # called per message received
         self.setups: list[dict[str, Any]] = []
         self.paths: list[str] = []
         self.headers: list[dict[str, str]] = []
@@ -145,6 +147,11 @@ class FakeLiveServer:
         """What the client sent of ``kind`` (``clientContent``, ``toolResponse``...)."""
         return [body for k, body in self.received if k == kind]
 
+    def _receive(self, kind: str, body: Any) -> None:
+        self.received.append((kind, body))
+        if self.probe is not None:
+            self.probe(kind, body)
+
     def texts(self, turn: dict[str, Any]) -> str:
         return "".join(str(get(p, "text") or "") for p in get(turn, "parts") or ())
 
@@ -176,7 +183,7 @@ class FakeLiveServer:
 
     async def _setup(self, ws: ServerConnection, setup: dict[str, Any]) -> bool:
         self.setups.append(setup)
-        self.received.append(("setup", setup))
+        self._receive("setup", setup)
         modalities = get(get(setup, "generationConfig"), "responseModalities") or []
         if self.refuse_text and "TEXT" in modalities:
             reason = "The requested combination of response modalities (TEXT) is not supported"
@@ -208,7 +215,7 @@ class FakeLiveServer:
         else:
             self.errors.append(f"unknown message {list(message)}")
             return
-        self.received.append((key, body))
+        self._receive(key, body)
         if key == "clientContent":
             session.history.extend(get(body, "turns") or [])
             if get(body, "turnComplete"):

@@ -98,6 +98,16 @@ class HandSink:
         await self._drained.wait()
 
 
+@function_tool
+async def get_weather(city: str) -> str:
+    """Get the weather.
+
+    Args:
+        city: The city.
+    """
+    return f"Sunny in {city}."
+
+
 class Greeter(Agent):
     """Greets first: the runtime's chat() opens the session with the agent's setup."""
 
@@ -233,14 +243,18 @@ async def test_the_user_speaks_to_the_model_and_it_answers_in_its_own_voice(
 async def test_before_any_reply_the_voice_is_answered_by_a_session_with_the_agents_setup(
     server: FakeLiveServer,
 ) -> None:
-    """The first thing is the user's voice: the session it opens has no instructions yet
-    (the runtime gives them with its first chat()). That answer is not played: a new
-    session, set up for the agent and seeded with the transcript, makes the reply."""
-    server.push(fl.audio("Whatever you like."), fl.audio("It is sunny"))
+    """The first thing is the user's voice: the session was opened at the start with the
+    agent's instructions (``agent_changed``), so the answer the server makes by itself
+    to the utterance is the reply, played; one connection, nothing sent as text."""
+    server.push(fl.audio("It is sunny"))
     server.hear.append("what is the weather")
-    v = Voice(server)
+    v = Voice(server, tools=[get_weather])
+    opened = asyncio.Event()
+    server.probe = lambda kind, _: opened.set() if kind == "setup" else None
     try:
         await v.start(Agent("Answer about the weather."))
+        await asyncio.wait_for(opened.wait(), WAIT)  # before the user says a word
+        assert server.utterances == []
         await v.speak()
         assert await v.session.wait_for_idle(timeout=WAIT)
         assert v.said() == [
@@ -251,13 +265,13 @@ async def test_before_any_reply_the_voice_is_answered_by_a_session_with_the_agen
     finally:
         await v.aclose()
 
-    assert server.connections == 2
-    assert "systemInstruction" not in server.setups[0]
-    second = server.setups[1]
-    assert server.texts(get(second, "systemInstruction")) == "Answer about the weather."
-    assert get(second, "sessionResumption") == {}  # fresh: the first one's answer is not ours
-    (seeded,) = server.sent("clientContent")
-    assert [server.texts(t) for t in get(seeded, "turns")] == ["what is the weather"]
+    assert server.connections == 1
+    (setup,) = server.setups
+    assert server.texts(get(setup, "systemInstruction")) == "Answer about the weather."
+    declared = get(setup, "tools")[0]["functionDeclarations"]
+    assert "get_weather" in [d["name"] for d in declared]
+    assert kinds(server)[:2] == ["setup", "activityStart"]
+    assert server.sent("clientContent") == [] and server.sent("contextUpdate") == []
     assert server.errors == []
 
 
@@ -393,15 +407,6 @@ async def test_a_socket_lost_mid_utterance_loses_it_with_a_clear_error_and_the_n
 async def test_the_answer_to_the_voice_calls_a_tool(server: FakeLiveServer) -> None:
     """The claimed answer is a turn like any other: its call runs and the result goes
     back as a tool response (scheduled WHEN_IDLE), nothing as client content."""
-
-    @function_tool
-    async def get_weather(city: str) -> str:
-        """Get the weather.
-
-        Args:
-            city: The city.
-        """
-        return f"Sunny in {city}."
 
     server.push(fl.audio("Hello."), fl.call("get_weather", city="Oslo"), fl.audio("Sunny in Oslo"))
     server.hear.append("weather in Oslo")

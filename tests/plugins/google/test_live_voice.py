@@ -62,9 +62,9 @@ def test_gemini_live_needs_no_speech_to_text_engine(live: FakeLiveServer) -> Non
 @pytest.mark.timeout(120)
 def test_backline_voice_talks_with_gemini_live(live: FakeLiveServer, tmp_path: Path) -> None:
     live.hear.append("what is the weather")
-    # The voice opens the session before the runtime's first chat(): that answer is
-    # made without the agent's instructions and is not played (see the README).
-    live.push(fl.audio("Whatever you like."), fl.audio("It is sunny today"))
+    # The session is opened at the start with the agent's instructions (agent_changed):
+    # the answer the server makes to the utterance by itself is the reply, played.
+    live.push(fl.audio("It is sunny today"), fl.audio("A second answer is never asked."))
     audio_in, out = tmp_path / "in.wav", tmp_path / "out.wav"
     write_wav(audio_in, [AudioFrame.silence(0.5, RATE), tone(0.6), AudioFrame.silence(2.0, RATE)])
     printed = io.StringIO()
@@ -82,16 +82,18 @@ def test_backline_voice_talks_with_gemini_live(live: FakeLiveServer, tmp_path: P
     text = printed.getvalue()
     assert "gemini-live hears you and speaks in its own voice" in text
     assert "you (said): what is the weather" in text
-    assert "It is sunny today" in text and "Whatever" not in text
+    assert "It is sunny today" in text and "second answer" not in text
     # The speaker played the model's own voice: four words of it, nothing synthesized.
     samples = read_wav(out).resample(24000).samples()
     spoken = sum(1 for s in samples if s == fl.SAMPLE) / 24000
     assert spoken == pytest.approx(4 * WORD, abs=0.02)
     assert len(live.utterances) == 1
     assert {mime for mime, _ in live.audio_in} == {fl.INPUT_MIME}
-    # The reply's session was set up with the agent's instructions and the transcript.
-    assert live.connections == 2
-    assert get(live.setups[1], "systemInstruction") is not None
-    (seeded,) = live.sent("clientContent")
-    assert [live.texts(t) for t in get(seeded, "turns")] == ["what is the weather"]
+    # One connection, set up with the agent's instructions before the user spoke; the
+    # transcript was never sent back as text, and the first answer is the one played.
+    assert live.connections == 1
+    (setup,) = live.setups
+    assert get(setup, "systemInstruction") is not None
+    assert live.sent("clientContent") == []
+    assert len(live.script) == 1  # the second answer was never asked for
     assert live.errors == []
