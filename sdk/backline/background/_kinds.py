@@ -18,6 +18,8 @@ UpdateKind: TypeAlias = Literal["question", "failed", "finished", "progress"]
 
 KINDS: tuple[str, ...] = get_args(UpdateKind)
 PRIORITY: dict[str, int] = {kind: len(KINDS) - i for i, kind in enumerate(KINDS)}
+URGENT = len(KINDS) + 1
+"""The place on the floor of an update sent with ``interrupt=True``: before any other."""
 
 INTRODUCE = (
     "Several background sessions run: say first whose update this is, by its name "

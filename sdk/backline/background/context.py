@@ -78,7 +78,9 @@ class _Runtime(Protocol):
 
     async def wait_for_message(self, timeout: float | None) -> bool: ...
 
-    async def send(self, text: str, *, silent: bool, kind: Any = None) -> None: ...
+    async def send(
+        self, text: str, *, silent: bool, kind: Any = None, interrupt: bool = False
+    ) -> None: ...
 
     def set_state(self, value: Any) -> None: ...
 
@@ -171,7 +173,12 @@ class BackgroundContext:
         return await self._runtime.wait_for_message(timeout)
 
     async def send(
-        self, text: str, *, silent: bool = False, kind: UpdateKind | None = None
+        self,
+        text: str,
+        *,
+        silent: bool = False,
+        kind: UpdateKind | None = None,
+        interrupt: bool = False,
     ) -> None:
         """Tell the voice agent something. Spoken (relayed) unless ``silent``.
 
@@ -179,8 +186,13 @@ class BackgroundContext:
         ``"finished"`` or ``"progress"``. Updates waiting to be voiced go one at a
         time, in that order (a question first), across the session's backgrounds.
         Without it, a text ending with ``?`` is a question and anything else progress.
+        ``interrupt=True``: urgent: the agent stops what it is saying (as when the
+        user talks over it: what was heard is kept) and voices this update first.
+        Speech that disallows interruptions is left to finish.
         """
-        await self._runtime.send(text, silent=silent, kind=kind)
+        if interrupt and silent:
+            raise ValueError("a silent update interrupts nothing: use silent or interrupt")
+        await self._runtime.send(text, silent=silent, kind=kind, interrupt=interrupt)
 
     def set_state(self, value: Any) -> None:
         """Report live state (a JSON-compatible value; stored as a deep copy)."""

@@ -31,7 +31,7 @@ from ..voice.events import BackgroundMessage, BackgroundReply, BackgroundState, 
 from ..voice.parts import PartHost, Pending, SchedulerClosed
 from ._asking import Asking
 from ._grace import GraceWindow
-from ._kinds import INTRODUCE, PRIORITY, status_priority, update_kind
+from ._kinds import INTRODUCE, PRIORITY, URGENT, status_priority, update_kind
 from .context import UNSET, Answer, BackgroundContext
 from .definition import (
     BackgroundDefinition,
@@ -258,11 +258,19 @@ class BackgroundRuntime:
 
     # -- outbound -------------------------------------------------------------------
     async def send(
-        self, text: str, *, silent: bool, note: str | None = None, kind: Any = None
+        self,
+        text: str,
+        *,
+        silent: bool,
+        note: str | None = None,
+        kind: Any = None,
+        interrupt: bool = False,
     ) -> None:
         """``note``: what the voice agent reads after the text, not front ends (a
         question's instructions); the item is then marked ``"question": True``.
-        ``kind``: what a spoken update is (``_kinds.py``), its place on the floor."""
+        ``kind``: what a spoken update is (``_kinds.py``), its place on the floor.
+        ``interrupt``: the agent's speech is cut and the update goes first (marked
+        ``"interrupt": True``)."""
         if not isinstance(text, str):
             raise TypeError("a background message must be a string")
         kind = update_kind(text, kind, question=note is not None)
@@ -295,14 +303,17 @@ class BackgroundRuntime:
             extra["question"] = True
         if not silent:
             extra["kind"] = kind
+        if interrupt:
+            extra["interrupt"] = True
         item = ChatMessage(role="user", content=rendered, extra=extra)
         try:
             if silent:
                 await self.scheduler.insert_silent([item])
             else:
-                await self.scheduler.enqueue(
-                    [item], [message_id], owner=None, priority=PRIORITY[kind]
-                )
+                if interrupt:
+                    self.session.interrupt()  # the agent stops; this goes first
+                priority = URGENT if interrupt else PRIORITY[kind]
+                await self.scheduler.enqueue([item], [message_id], owner=None, priority=priority)
         except SchedulerClosed:
             raise self._closed_error() from None
         self.session.emit(

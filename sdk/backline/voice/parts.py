@@ -156,6 +156,10 @@ class PartHost(Protocol):
         """A reply scheduler of the session for ``owner``."""
         ...
 
+    def interrupt(self, *, force: bool = False) -> None:
+        """Interrupt the agent's current and queued speech (as ``Session.interrupt``)."""
+        ...
+
     def tools_changed(self) -> None:
         """The part's tools changed: agents see the new list at their next request."""
         ...

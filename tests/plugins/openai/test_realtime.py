@@ -29,6 +29,7 @@ from backline.llm import (
     Usage,
 )
 from backline.testing.clock import virtual_clock
+from tests.background_kit import worker
 from tests.conftest import Recorder
 from tests.plugins.openai import fake_realtime as fr
 from tests.plugins.openai.fake_realtime import FakeRealtimeServer
@@ -542,5 +543,35 @@ async def test_a_tool_that_stops_the_reply_closes_its_call_at_once(
     (output,) = [e for e in created(server) if e["type"] == "function_call_output"]
     assert server.received[-1]["item"] == output  # no response.create after it
     assert len(server.sent("response.create")) == 1
+    await session.aclose()
+    assert server.errors == []
+
+
+async def test_an_urgent_background_update_cancels_the_response_and_is_spoken(
+    server: FakeRealtimeServer, make_llm: Callable[..., OpenAIRealtimeLLM]
+) -> None:
+    """``ctx.send(..., interrupt=True)``: the model's response is cancelled (what was
+    shown is kept) and the update gets a response of its own at once."""
+    hold = asyncio.Event()
+    server.push([("text", "Once upon a time"), ("wait", hold)], fr.text("The build broke."))
+    llm = make_llm()
+    session: Session[Any] = Session(llm, background=[worker])
+    await session.start(Agent("Help."))
+    speaking = asyncio.Event()
+    session.on("agent_state_changed", lambda e: speaking.set() if e.new == "speaking" else None)
+    session.push_user_turn("tell me a story")
+    await asyncio.wait_for(speaking.wait(), WAIT)
+    await session.background.context("worker").send("the build broke", interrupt=True)
+    await asyncio.wait_for(server.cancelled.wait(), WAIT)
+    assert await session.wait_for_idle(timeout=WAIT)
+    replies = [
+        (m.content, m.interrupted)
+        for m in session.history.items
+        if getattr(m, "role", None) == "assistant"
+    ]
+    assert replies[0][1] and "Once upon a time".startswith(replies[0][0])
+    assert replies[-1] == ("The build broke.", False)
+    assert len(server.sent("response.create")) == 2
+    assert "the build broke" in json_text(server.sent("conversation.item.create")[-1]["item"])
     await session.aclose()
     assert server.errors == []
