@@ -13,6 +13,7 @@ from backline_openai.realtime import OpenAIRealtimeLLM
 
 from backline import (
     Agent,
+    AgentTask,
     BackgroundContext,
     LLMMetrics,
     Session,
@@ -575,3 +576,57 @@ async def test_an_urgent_background_update_cancels_the_response_and_is_spoken(
     assert "the build broke" in json_text(server.sent("conversation.item.create")[-1]["item"])
     await session.aclose()
     assert server.errors == []
+
+
+async def test_an_inline_agent_task_runs_on_the_same_realtime_session(
+    server: FakeRealtimeServer, make_llm: Callable[..., OpenAIRealtimeLLM]
+) -> None:
+    """An ``AgentTask`` awaited from a tool takes the conversation and gives it back: the
+    one socket carries both agents' contexts (each request syncs its own)."""
+
+    class AskName(AgentTask[str]):
+        def __init__(self) -> None:
+            super().__init__("Ask the user's name.")
+
+        async def on_enter(self) -> None:
+            self.session.generate_reply(instructions="ask for the name")
+
+        @function_tool
+        async def record_name(self, name: str) -> None:
+            """Record the name."""
+            self.complete(name)
+
+    class Root(Agent):
+        def __init__(self) -> None:
+            super().__init__("Help.")
+
+        @function_tool
+        async def get_name(self) -> str:
+            """Find out the user's name."""
+            return f"the name is {await AskName()}"
+
+    server.push(
+        fr.call("get_name"),
+        fr.text("What is your name?"),
+        [("call", "record_name", {"name": "Ada"})],
+        fr.text("Nice to meet you, Ada."),
+    )
+    llm = make_llm()
+    session: Session[Any] = Session(llm)
+    await session.start(Root())
+    first = await session.run(user_input="hi", timeout=WAIT)
+    first.expect.contains_message(role="assistant", content="What is your name?")
+    second = await session.run(user_input="Ada", timeout=WAIT)
+    second.expect.contains_message(role="assistant", content="Nice to meet you, Ada.")
+    assert isinstance(session.current_agent, Root)
+    await session.aclose()
+    assert server.connections == 1
+    assert server.errors == []
+    outputs = [
+        e["item"]["output"]
+        for e in server.sent("conversation.item.create")
+        if e["item"]["type"] == "function_call_output"
+    ]
+    assert "the name is Ada" in outputs
+    instructions = [e["response"]["instructions"] for e in server.sent("response.create")]
+    assert instructions[1].startswith("Ask the user's name.")

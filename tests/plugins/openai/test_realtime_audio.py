@@ -272,7 +272,8 @@ async def test_a_lost_socket_loses_the_utterance_with_a_clear_error(
 
 async def test_a_tool_runs_while_the_models_preamble_plays(server: FakeRealtimeServer) -> None:
     """The model says something and calls a tool in one response: its voice plays while
-    the tool runs, and the tool's result, when it comes, gets the spoken continuation."""
+    the tool runs (the agent "thinking" once it has played, catalog 125), and the
+    tool's result, when it comes, gets the spoken continuation."""
     release, started = asyncio.Event(), asyncio.Event()
 
     @function_tool
@@ -293,8 +294,20 @@ async def test_a_tool_runs_while_the_models_preamble_plays(server: FakeRealtimeS
     sink = HandSink()
     sink.instant = True
     async with Voice(server, sink, tools=[get_weather]) as v:
+        states: list[str] = []
+        back_to_thinking = asyncio.Event()
+
+        def on_state(e: Any) -> None:
+            states.append(e.new)
+            if e.new == "thinking" and "speaking" in states:
+                back_to_thinking.set()
+
+        v.session.on("agent_state_changed", on_state)
         v.session.push_user_turn("weather in Oslo?")
         await asyncio.wait_for(started.wait(), WAIT)
+        # Catalog 125: the preamble played, the agent waits on its tool: "thinking".
+        await asyncio.wait_for(back_to_thinking.wait(), WAIT)
+        assert v.session.agent_state == "thinking" and "listening" not in states
         assert sink.frames == 3  # the preamble's voice came before the tool's result
         assert server.sent("conversation.item.create")[-1]["item"]["role"] == "user"
         release.set()
