@@ -52,6 +52,9 @@ class LiveFollower(LiveVoice):
     def __init__(self) -> None:
         super().__init__()
         self._agent_setup: tuple[str, list[FunctionTool]] | None = None  # the agent's
+        self._follower: asyncio.Task[None] | None = None  # one at a time
+        self._follow_ctx: Converted | None = None  # the latest context to follow
+        self._follow_wait = False  # for the request lock (the agent changed)
 
     async def _open(self, system: str, tools: Sequence[FunctionTool]) -> None:  # pragma: no cover
         raise NotImplementedError
@@ -84,8 +87,8 @@ class LiveFollower(LiveVoice):
     def context_changed(self, chat_ctx: ChatContext) -> None:
         """Items reached the context with no reply (a silent update): sent now when the
         session is there (or the voice needs it) and nothing runs (see the module doc)."""
-        if self._lock.locked() or (self._session is None and not self._audio):
-            return  # a request runs (it syncs), or the first request sends everything
+        if self._session is None and not self._audio:
+            return  # the first request sends everything
         try:
             converted = convert_context(chat_ctx)
         except Exception as e:
@@ -94,29 +97,40 @@ class LiveFollower(LiveVoice):
         self._follow(converted, wait=False)
 
     def _follow(self, converted: Converted, *, wait: bool) -> None:
+        """Follow ``converted`` in the background: one task, which takes the latest
+        context given (an agent's change and the updates after it coalesce)."""
         if self._closed or self._missing_key is not None or self._scope.closed:
             return
-        self._scope.create_task(self._sync_ahead(converted, wait), name="GeminiLiveLLM follow")
+        self._follow_ctx = converted
+        self._follow_wait = self._follow_wait or wait
+        if self._follower is None or self._follower.done():
+            self._follower = self._scope.create_task(
+                self._sync_ahead(), name="GeminiLiveLLM follow"
+            )
 
-    async def _sync_ahead(self, converted: Converted, wait: bool) -> None:
-        """Under the request lock (``wait``: for up to ``settle_timeout``, else only if
-        free): the setup, then what the session lacks, with no reply asked."""
-        if self._lock.locked() and not wait:
-            return  # a request runs: it syncs
-        try:
-            async with asyncio.timeout(self._settle_timeout):
-                await self._lock.acquire()
-        except TimeoutError:
-            log.info("Gemini Live: a request runs; it brings the session in line")
-            return
-        try:
-            await self._bring_in_line(converted)
-        except LLMError as e:
-            log.warning("Gemini Live: the session waits for the next request (%s)", e)
-        except Exception:
-            log.exception("Gemini Live: the session could not follow its agent")
-        finally:
-            self._lock.release()
+    async def _sync_ahead(self) -> None:
+        """Under the request lock (after an agent's change: waited for, up to
+        ``settle_timeout``; else only if free: a request that runs syncs): the setup,
+        then what the session lacks, with no reply asked."""
+        while self._follow_ctx is not None:
+            converted, wait = self._follow_ctx, self._follow_wait
+            self._follow_ctx, self._follow_wait = None, False
+            if self._lock.locked() and not wait:
+                continue  # a request runs: it syncs
+            try:
+                async with asyncio.timeout(self._settle_timeout):
+                    await self._lock.acquire()
+            except TimeoutError:
+                log.info("Gemini Live: a request runs; it brings the session in line")
+                continue
+            try:
+                await self._bring_in_line(converted)
+            except LLMError as e:
+                log.warning("Gemini Live: the session waits for the next request (%s)", e)
+            except Exception:
+                log.exception("Gemini Live: the session could not follow its agent")
+            finally:
+                self._lock.release()
 
     def _running(self) -> bool:
         """A turn runs, an answer to the voice waits for its chat(), or the user speaks:

@@ -169,10 +169,22 @@ async def test_silent_and_spoken_background_updates(
     session.on("background_reply", lambda e: spoken.set() if e.status == "completed" else None)
     await session.start(Agent("You front a coding agent."))
     await session.run(user_input="fix the login", timeout=WAIT)
-    noted = asyncio.Event()
-    session.on("background_message", lambda e: noted.set())
+    assert len(server.sent("clientContent")) == 1 and len(server.sent("toolResponse")) == 1
+    # The silent note reaches the model at once (ContextFollower.context_changed): client
+    # content that asks for no turn, before any other request.
+    arrived = asyncio.Event()
+
+    def probe(kind: str, body: Any) -> None:
+        turns = get(body, "turns") or [] if kind == "clientContent" else []
+        if any("started:" in server.texts(t) for t in turns):
+            arrived.set()
+
+    server.probe = probe
     go_silent.set()
-    await asyncio.wait_for(noted.wait(), WAIT)
+    await asyncio.wait_for(arrived.wait(), WAIT)
+    kind, body = server.received[-1]
+    assert kind == "clientContent" and not get(body, "turnComplete")
+    assert len(server.sent("clientContent")) == 2 and len(server.sent("toolResponse")) == 1
     assert await session.wait_for_idle(timeout=WAIT)
     go_spoken.set()
     await asyncio.wait_for(spoken.wait(), WAIT)
@@ -192,6 +204,8 @@ async def test_silent_and_spoken_background_updates(
     assert "started: fix the login" in silent[0] and silent[1] is False
     assert "finished: fix the login" in spoken_update[0]
     assert sent[-1][1] is True and all(not complete for _, complete in sent[1:-1])
+    # Held once sent: the spoken update's request did not send the note again.
+    assert sum("started: fix the login" in text for text, _ in sent) == 1
     assert server.connections == 1
     assert server.texts(server.session.history[-1]) == "The login is fixed."
 

@@ -27,6 +27,7 @@ from backline.speech import (
     Transcript,
     split_frames,
 )
+from tests.background_kit import ctx_of, worker
 from tests.conftest import Recorder
 from tests.plugins.google import fake_live as fl
 from tests.plugins.google.conftest import TEST_KEY
@@ -137,6 +138,7 @@ class Voice:
         server: FakeLiveServer,
         sink: HandSink | None = None,
         tools: Sequence[FunctionTool] = (),
+        background: Sequence[Any] = (),
     ) -> None:
         self.llm = live(server)
         assert isinstance(self.llm, SpeakingModel)
@@ -146,7 +148,11 @@ class Voice:
         self.sink = ClockSink(on_frame=self._on_frame)
         self.output = SpeechOutput(NoSynthesis(), sink or self.sink)
         self.session: Session[Any] = Session(
-            self.llm, output=self.output, tools=tools, user_away_timeout=None
+            self.llm,
+            output=self.output,
+            tools=tools,
+            background=list(background),
+            user_away_timeout=None,
         )
         self.input = SpeechInput(self.session, stt=hearing, vad=EnergyVAD())
         self.rec = Recorder(self.session)
@@ -272,6 +278,39 @@ async def test_before_any_reply_the_voice_is_answered_by_a_session_with_the_agen
     assert "get_weather" in [d["name"] for d in declared]
     assert kinds(server)[:2] == ["setup", "activityStart"]
     assert server.sent("clientContent") == [] and server.sent("contextUpdate") == []
+    assert server.errors == []
+
+
+async def test_a_silent_update_reaches_the_voices_session_and_its_answer_is_the_reply(
+    server: FakeLiveServer,
+) -> None:
+    """A background's silent update goes to the session the voice speaks to at once
+    (client content, no turn asked): it holds the update before the utterance, as the
+    runtime's context does, so the server's answer to the voice is the reply."""
+    server.push(fl.audio("It is sunny"), fl.audio("A second answer."))
+    server.hear.append("what is the weather")
+    v = Voice(server, background=[worker])
+    arrived = asyncio.Event()
+    server.probe = lambda kind, _: arrived.set() if kind == "clientContent" else None
+    try:
+        await v.start(Agent("Answer about the weather."))
+        await ctx_of(v.session).send("the forecast is ready", silent=True)
+        await asyncio.wait_for(arrived.wait(), WAIT)
+        await v.speak()
+        assert await v.session.wait_for_idle(timeout=WAIT)
+        said = v.said()
+    finally:
+        await v.aclose()
+
+    heard = [("user", "what is the weather", False), ("assistant", "It is sunny", False)]
+    assert said[-2:] == heard
+    assert server.connections == 1
+    (note,) = server.sent("clientContent")
+    assert "the forecast is ready" in server.texts(get(note, "turns")[0])
+    assert not get(note, "turnComplete")
+    sent = kinds(server)
+    assert sent[:3] == ["setup", "clientContent", "activityStart"] and sent[-1] == "activityEnd"
+    assert len(server.script) == 1  # the answer to the voice was the reply: no other asked
     assert server.errors == []
 
 
