@@ -436,3 +436,42 @@ async def test_a_slow_tool_keeps_the_user_present_while_the_model_works(
     assert trace == [True, False]  # false -> true (request, call, continuation) -> false
     assert "away" not in rec.user_states
     assert rec.agent_states[-2:] == ["speaking", "listening"]
+
+
+async def test_a_handoff_that_keeps_the_history_updates_the_session_ahead(
+    server: FakeLiveServer, make_llm: Callable[..., GeminiLiveLLM]
+) -> None:
+    """The new agent's context goes on from what the session holds: its instructions
+    and tools reach the open session at once (a context update), before any request."""
+
+    class Billing(Agent):
+        def __init__(self, chat_ctx: ChatContext) -> None:
+            super().__init__("You handle billing.", tools=[get_weather], chat_ctx=chat_ctx)
+
+    class Front(Agent):
+        def __init__(self) -> None:
+            super().__init__("You are the front desk.")
+
+        @function_tool
+        async def to_billing(self) -> tuple[str, Agent]:
+            """Transfer to billing."""
+            return "transferring", Billing(self.chat_ctx)
+
+    server.push(fl.text("One moment.") + fl.call("to_billing"))
+    updated = asyncio.Event()
+    server.probe = lambda kind, _: updated.set() if kind == "contextUpdate" else None
+    llm = make_llm()
+    session: Session[Any] = Session(llm)
+    await session.start(Front())
+    await session.run(user_input="billing please", timeout=WAIT)
+    assert type(session.current_agent) is Billing
+    await asyncio.wait_for(updated.wait(), WAIT)
+    await session.aclose()
+
+    assert server.connections == 1
+    assert [k for k, _ in server.received] == ["setup", "clientContent", "contextUpdate"]
+    (update,) = server.sent("contextUpdate")
+    assert server.texts(get(update, "systemInstruction")) == "You handle billing."
+    declared = get(get(update, "tools"), "tools")
+    assert [d["name"] for t in declared for d in get(t, "functionDeclarations")] == ["get_weather"]
+    assert server.errors == []

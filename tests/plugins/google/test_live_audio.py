@@ -314,6 +314,54 @@ async def test_a_silent_update_reaches_the_voices_session_and_its_answer_is_the_
     assert server.errors == []
 
 
+async def test_after_a_handoff_the_voice_speaks_to_a_session_set_up_for_the_new_agent(
+    server: FakeLiveServer,
+) -> None:
+    """At a handoff to an agent with a context of its own, a new session is set up for it
+    ahead (the old one holds another conversation): the next utterance goes there, and
+    the server's answer to it is the new agent's reply."""
+
+    class Billing(Agent):
+        def __init__(self) -> None:
+            super().__init__("You handle billing.")
+
+    class Front(Agent):
+        def __init__(self) -> None:
+            super().__init__("You are the front desk.")
+
+        @function_tool
+        async def to_billing(self) -> tuple[str, Agent]:
+            """Transfer to billing."""
+            return "transferring", Billing()
+
+    server.push(fl.audio("One moment.") + fl.call("to_billing"), fl.audio("Billing here."))
+    server.hear.extend(["billing please", "my invoice"])
+    v = Voice(server)
+    setups = asyncio.Event()
+    server.probe = lambda kind, _: setups.set() if len(server.setups) == 2 else None
+    try:
+        await v.start(Front())
+        await v.speak()
+        assert await v.session.wait_for_idle(timeout=WAIT)
+        assert type(v.session.current_agent) is Billing
+        await asyncio.wait_for(setups.wait(), WAIT)  # before the user speaks again
+        await v.speak()
+        assert await v.session.wait_for_idle(timeout=WAIT)
+        said = v.said()
+        assert v.llm.background_work_running is False
+    finally:
+        await v.aclose()
+
+    assert said[-2:] == [("user", "my invoice", False), ("assistant", "Billing here.", False)]
+    assert server.connections == 2
+    second = server.setups[1]
+    assert server.texts(get(second, "systemInstruction")) == "You handle billing."
+    assert get(second, "sessionResumption") == {}
+    assert server.sent("clientContent") == []  # Billing's context had nothing to seed
+    assert len(server.utterances) == 2
+    assert server.errors == []
+
+
 async def test_a_barge_in_opens_a_session_seeded_with_what_was_heard(
     server: FakeLiveServer,
 ) -> None:
