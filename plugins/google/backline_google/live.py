@@ -204,6 +204,8 @@ class GeminiLiveLLM(LiveFollower):
         self._closed = True
         await self._close_session(LLMError("GeminiLiveLLM was closed"))
         await self._scope.aclose()
+        if self._session is not None or self._exit is not None:  # a follow task's, meanwhile
+            await self._close_session(LLMError("GeminiLiveLLM was closed"))
         if self._own_client:
             with contextlib.suppress(Exception):
                 await asyncio.wait_for(self._client.aio.aclose(), self._connect_timeout)

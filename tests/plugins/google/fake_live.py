@@ -107,6 +107,7 @@ class FakeLiveServer:
         self.dropped = asyncio.Event()
         self._activity: bytearray | None = None
         self.refuse_handles = False
+        self.hold_setup: asyncio.Event | None = None  # setupComplete waits for it
         self.refuse_text = False  # as audio-native models refuse the TEXT modality
         self.connections = 0
         self.session: _Session | None = None  # the current connection's
@@ -199,6 +200,8 @@ class FakeLiveServer:
             self.session.setup = setup
         else:
             self.session = _Session(setup)
+        if self.hold_setup is not None:
+            await self.hold_setup.wait()
         await self._emit(ws, {"setupComplete": {}})
         return True
 

@@ -564,3 +564,30 @@ async def test_use_audio_after_a_text_session_sets_up_a_new_one_for_audio(
     assert get(server.setups[1], "sessionResumption") == {}  # the modality is the setup's
     seeded = server.sent("clientContent")[-1]
     assert [server.texts(t) for t in get(seeded, "turns")] == ["hi", "Hi.", "and now?"]
+
+
+async def test_closing_while_the_session_is_opened_ahead_leaves_nothing_running(
+    server: FakeLiveServer,
+) -> None:
+    """``agent_changed`` returns at once and opens the voice's session in the background;
+    closing the model while the server has not finished the setup ends that work in
+    time, and a closed model follows nothing."""
+    server.hold_setup = asyncio.Event()  # never set: the setup never completes
+    asked = asyncio.Event()
+    server.probe = lambda kind, _: asked.set() if kind == "setup" else None
+    llm = live(server)
+    llm.use_audio()
+    ctx = ChatContext()
+    ctx.add_message(role="system", content="Answer about the weather.")
+    assert llm.agent_changed(ctx, [get_weather]) is None
+    await asyncio.wait_for(asked.wait(), WAIT)
+    await asyncio.wait_for(llm.aclose(), WAIT)
+    server.hold_setup.set()  # the fake's own handler ends (its client is gone)
+    llm.agent_changed(ctx, [])
+    ctx.add_message(role="user", content="a silent note")
+    llm.context_changed(ctx)
+    # The model's tasks (the follow task among them) ended with its close.
+    assert llm._follower is not None and llm._follower.done()
+    assert len(llm._scope) == 0
+    assert llm.connects == 0 and server.connections == 1
+    assert server.errors == []
