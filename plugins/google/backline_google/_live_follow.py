@@ -29,7 +29,16 @@ from backline.llm import ChatContext, FunctionTool, LLMError
 from backline.tasks import TaskScope
 
 from ._live_audio import LiveVoice
-from ._live_items import Converted, Op, convert_context, operations, plan, tools_signature
+from ._live_items import (
+    Converted,
+    Op,
+    convert_context,
+    model_unit,
+    operations,
+    plan,
+    tools_signature,
+    unheld,
+)
 
 log = logging.getLogger("backline_google.live")
 
@@ -188,6 +197,42 @@ class LiveFollower(LiveVoice):
                 "a Gemini Live turn did not end in %gs: a new session", self._settle_timeout
             )
             self._held = [("unsettled",)]
+            for turn in waiting:
+                turn.held_at = None
+
+    async def _sync_turns(self, converted: Converted) -> None:
+        """Before a request: the turns the runtime stopped reading end first (``_settle``)
+        unless the context brings an urgent update the session has not got. Then they
+        are not waited for: the update is sent at once, and the server cuts them
+        (client content interrupts a generation: ``interrupted``, then
+        ``turnComplete``). What the session then holds is known now, as for any cut
+        reply: the turns as far as they came, before the update. When the context
+        holds exactly that (each turn what was heard of it), the session is kept: each
+        turn takes its place in what the session holds, and the rest of it (what was
+        in flight) goes to it, not to the update's answer. Otherwise the session would
+        hold what was not heard, and cannot delete it: it is closed (which ends the
+        generation) and the request seeds a new one with the context (the divergence
+        rule)."""
+        if not any(unit.urgent for unit in unheld(self._held, converted.units)):
+            await self._settle()
+            return
+        cut = [t for t in self._turns if not t.done]
+        if not cut:
+            return
+        held = list(self._held)
+        shown = [t for t in cut if t.text.strip() or t.calls]
+        held.extend(model_unit(t.text, t.calls).signature for t in shown)
+        if self._session is not None and plan(held, converted.units) is not None:
+            log.info("an urgent update: the running turn is cut on the same session")
+            for turn in cut:
+                turn.claimed, turn.abandoned = False, True
+            for turn in shown:
+                turn.held_at = len(self._held)
+                self._held.append(model_unit(turn.text, turn.calls).signature)
+            return
+        log.info("an urgent update: the running turn held more than was heard; a new session")
+        self._handle = None
+        await self._close_session(None)
 
     async def _for_audio(self) -> None:
         """A session set up for text since ``use_audio()`` is replaced (fresh: the

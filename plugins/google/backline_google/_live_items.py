@@ -66,6 +66,7 @@ class Unit:
     name: str = ""
     is_error: bool = False
     silent: bool = False  # a silent background update (its sync never asks a reply of it)
+    urgent: bool = False  # an urgent background update (``extra["interrupt"]``)
 
     @property
     def signature(self) -> Signature:
@@ -100,8 +101,8 @@ class Unit:
         return response
 
 
-def user_unit(text: str, *, silent: bool = False) -> Unit:
-    return Unit("user", text=text, silent=silent)
+def user_unit(text: str, *, silent: bool = False, urgent: bool = False) -> Unit:
+    return Unit("user", text=text, silent=silent, urgent=urgent)
 
 
 def model_unit(text: str, calls: Sequence[Call] = ()) -> Unit:
@@ -155,7 +156,8 @@ def convert_context(chat_ctx: ChatContext) -> Converted:
                 texts.append(item.content)
                 continue
             close_run()
-            units.append(user_unit(item.content, silent=bool(item.extra.get("silent"))))
+            silent, urgent = bool(item.extra.get("silent")), bool(item.extra.get("interrupt"))
+            units.append(user_unit(item.content, silent=silent, urgent=urgent))
         elif isinstance(item, FunctionCall):
             if item.call_id in seen_calls:
                 continue
@@ -185,6 +187,17 @@ def plan(held: Sequence[Signature], wanted: Sequence[Unit]) -> list[Unit] | None
         if signature != unit.signature:
             return None
     return list(wanted[len(held) :])
+
+
+def unheld(held: Sequence[Signature], wanted: Sequence[Unit]) -> list[Unit]:
+    """The units of ``wanted`` past the longest prefix it shares with ``held`` (what the
+    session has not got, whether or not the context diverged)."""
+    shared = 0
+    for signature, unit in zip(held, wanted, strict=False):
+        if signature != unit.signature:
+            break
+        shared += 1
+    return list(wanted[shared:])
 
 
 @dataclass(slots=True)

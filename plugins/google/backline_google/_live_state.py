@@ -211,8 +211,15 @@ class LiveState:
         self._changed()
 
     def _hold(self, turn: Turn) -> None:
-        if turn.text.strip() or turn.calls:
-            self._held.append(model_unit(turn.text, turn.calls).signature)
+        """The session holds ``turn`` (at the place it took when an urgent update was
+        sent after it: with what it ended with, which may be more than it had then)."""
+        if not (turn.text.strip() or turn.calls):
+            return
+        signature = model_unit(turn.text, turn.calls).signature
+        if turn.held_at is not None and turn.held_at < len(self._held):
+            self._held[turn.held_at] = signature
+        else:
+            self._held.append(signature)
 
     def _pending_answer(self) -> Turn | None:
         if self._answered is not None:

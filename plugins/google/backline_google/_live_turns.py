@@ -76,6 +76,7 @@ class Turn:
         "error",
         "events",
         "hearing",
+        "held_at",
         "interrupted",
         "started",
         "texts",
@@ -93,6 +94,7 @@ class Turn:
         self.hearing = hearing
         self.started = False  # the model produced something
         self.interrupted = False
+        self.held_at: int | None = None  # its place in what the session holds, if taken
         self.done = False
         self.error: LLMError | None = None
 

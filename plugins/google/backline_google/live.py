@@ -407,7 +407,7 @@ class GeminiLiveLLM(LiveFollower):
 
     async def _request(self, converted: Converted, tools: list[FunctionTool]) -> Turn:
         """Sync the session and ask for the turn (or claim the voice's answer)."""
-        await self._settle()
+        await self._sync_turns(converted)
         if self._going_away and self._session is not None and self._handle is not None:
             await self._close_session(None)  # the server goes away: resume elsewhere
         await self._for_audio()

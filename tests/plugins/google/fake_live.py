@@ -25,7 +25,12 @@ A script step is a list of parts: ``("text", str)``, ``("call", name, args)``,
 ``("audio", transcript)`` (PCM at 24 kHz and its transcription), ``("wait", Event)``
 (hold; an interruption ends the turn), ``("drop",)`` (abort the socket),
 ``("goaway",)``. A step answers each request for a turn: client content with
-``turnComplete``, a tool response not ``SILENT``, an ``activityEnd``.
+``turnComplete``, a tool response not ``SILENT``, an ``activityEnd``. Client content
+(with ``turnComplete`` or not: "A message here will interrupt any current model
+generation", google-genai's ``LiveClientContent``), a request for a turn, or
+``activityStart`` while a turn is generated interrupts it: the cut turn keeps what was
+sent of it, before what interrupted it, and ends with ``interrupted``, then
+``turnComplete``; the next step answers a request.
 """
 
 from __future__ import annotations
@@ -220,6 +225,7 @@ class FakeLiveServer:
             return
         self._receive(key, body)
         if key == "clientContent":
+            await self._interrupt()  # the cut turn comes before what interrupted it
             session.history.extend(get(body, "turns") or [])
             if get(body, "turnComplete"):
                 await self._answer(ws)
@@ -285,10 +291,7 @@ class FakeLiveServer:
         if self._activity is not None:
             self.errors.append("activityStart in an activity")
         self._activity = bytearray()
-        if self._turn is not None and not self._turn.done():
-            self._stop.set()  # the user's voice interrupts the model
-            with contextlib.suppress(BaseException):
-                await self._turn
+        await self._interrupt()  # the user's voice interrupts the model
 
     async def _activity_end(self, ws: ServerConnection) -> None:
         assert self.session is not None
@@ -308,11 +311,15 @@ class FakeLiveServer:
             self.session.history.append({"role": "user", "parts": [{"text": heard}]})
         await self._answer(ws)
 
-    async def _answer(self, ws: ServerConnection) -> None:
+    async def _interrupt(self) -> None:
+        """Cut the turn being generated, if any (it ends as it was sent)."""
         if self._turn is not None and not self._turn.done():
             self._stop.set()
             with contextlib.suppress(BaseException):
                 await self._turn
+
+    async def _answer(self, ws: ServerConnection) -> None:
+        await self._interrupt()
         step = self.script.popleft() if self.script else text("(no script)")
         self._stop = asyncio.Event()
         self._turn = asyncio.create_task(self._respond(ws, step, self._stop))
@@ -332,13 +339,18 @@ class FakeLiveServer:
             elif part[0] == "wait":
                 waiter = asyncio.ensure_future(part[1].wait())
                 stopper = asyncio.ensure_future(stop.wait())
-                await asyncio.wait({waiter, stopper}, return_when=asyncio.FIRST_COMPLETED)
-                waiter.cancel()
-                stopper.cancel()
+                try:
+                    await asyncio.wait({waiter, stopper}, return_when=asyncio.FIRST_COMPLETED)
+                finally:  # also when the connection ends (this turn is cancelled)
+                    waiter.cancel()
+                    stopper.cancel()
                 if stop.is_set():
                     session.history.append({"role": "model", "parts": [{"text": said}]})
                     self.interrupted.set()
+                    # google-genai: an interrupted turn "will go through interrupted >
+                    # turn_complete" (LiveServerContent.generation_complete).
                     await self._emit(ws, {"serverContent": {"interrupted": True}})
+                    await self._emit(ws, {"serverContent": {"turnComplete": True}})
                     return
             elif part[0] == "text":
                 for piece in _pieces(part[1]):

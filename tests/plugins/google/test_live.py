@@ -1,7 +1,8 @@
 """GeminiLiveLLM against a Gemini Live server on loopback (``fake_live``): a text turn,
 a tool call (NON_BLOCKING, its response's scheduling), a background's silent and spoken
-updates, a barge-in and the new session it leads to, a handoff, the busy flag, a
-dropped socket resumed with the server's handle, a refused handle."""
+updates, an urgent one (sent at once, cutting the answer), a barge-in and the new
+session it leads to, a handoff, the busy flag, a dropped socket resumed with the
+server's handle, a refused handle."""
 
 from __future__ import annotations
 
@@ -474,4 +475,88 @@ async def test_a_handoff_that_keeps_the_history_updates_the_session_ahead(
     assert server.texts(get(update, "systemInstruction")) == "You handle billing."
     declared = get(get(update, "tools"), "tools")
     assert [d["name"] for t in declared for d in get(t, "functionDeclarations")] == ["get_weather"]
+    assert server.errors == []
+
+
+@background("ci", description="Watches the build.")
+async def ci(ctx: BackgroundContext) -> None:
+    async for _ in ctx.messages():
+        pass
+
+
+async def test_an_urgent_background_update_cuts_the_held_answer_at_once(
+    server: FakeLiveServer,
+    make_llm: Callable[..., GeminiLiveLLM],
+    no_leaked_tasks: Callable[[], Any],
+) -> None:
+    """``ctx.send(..., interrupt=True)`` while the model's answer is held on the server:
+    the update is sent without waiting for that turn (a settle would outlast WAIT), the
+    server cuts it, and the answer to the update is spoken; what was shown of the cut
+    answer is what the session holds, so it is kept."""
+    hold = asyncio.Event()  # never set: the answer ends only by being cut
+    server.push([("text", "Well,"), ("wait", hold)], fl.text("The build broke."), fl.text("Ok."))
+    llm = make_llm(settle_timeout=3 * WAIT)
+    session: Session[Any] = Session(llm, background=[ci], user_away_timeout=None)
+    await session.start(Agent("Tell stories."))
+    speaking = asyncio.Event()
+    session.on("agent_state_changed", lambda e: speaking.set() if e.new == "speaking" else None)
+    session.push_user_turn("tell me a story")
+    await asyncio.wait_for(speaking.wait(), WAIT)
+    await session.background.context("ci").send("the build broke", interrupt=True)
+    await asyncio.wait_for(server.interrupted.wait(), WAIT)
+    assert await session.wait_for_idle(timeout=WAIT)
+    replies = [
+        (m.content, m.interrupted)
+        for m in session.history.items
+        if getattr(m, "role", None) == "assistant"
+    ]
+    assert replies == [("Well,", True), ("The build broke.", False)]
+    assert not hold.is_set() and server.connections == 1
+    # The update, then the reply's instructions asking for the answer (turnComplete).
+    update, ask = user_texts(server)[-2:]
+    assert "the build broke" in update[0] and ask[1] is True
+    # The session holds the cut answer before the update, as the context does: the next
+    # turn goes on on the same session.
+    history = server.session.history
+    assert [t["role"] for t in history[:3]] == ["user", "model", "user"]
+    assert server.texts(history[1]) == "Well,"
+    result = await session.run(user_input="thanks", timeout=WAIT)
+    result.expect.contains_message(role="assistant", content="Ok.")
+    await session.aclose()
+    await llm.aclose()
+    await no_leaked_tasks()
+    assert server.connections == 1
+    assert user_texts(server)[-1] == ("thanks", True)
+    assert server.errors == []
+
+
+async def test_an_urgent_update_after_an_answer_heard_in_part_seeds_a_new_session_at_once(
+    server: FakeLiveServer, make_llm: Callable[..., GeminiLiveLLM]
+) -> None:
+    """The cut answer was heard in part (less than came): the session holds more and
+    cannot delete it. It is closed, not waited for, and a new one is seeded with the
+    context, the update last."""
+    hold = asyncio.Event()
+    server.push([("text", "Once upon a time"), ("wait", hold)], fl.text("The build broke."))
+    llm = make_llm(settle_timeout=3 * WAIT)
+    ctx = ChatContext()
+    ctx.add_message(role="system", content="Tell stories.")
+    ctx.add_message(role="user", content="a story")
+    shown = ""
+    async with llm.chat(ctx) as stream:
+        async for chunk in stream:
+            shown += chunk.text if isinstance(chunk, TextDelta) else ""
+            if shown == "Once upon a time":
+                break
+    ctx.add_message(role="assistant", content="Once upon", interrupted=True)
+    extra = {"background_id": "ci", "silent": False, "interrupt": True}
+    ctx.add_message(role="user", content="ci: the build broke", extra=extra)
+    chunks = await asyncio.wait_for(drain(llm, ctx), WAIT)  # a settle would outlast it
+    assert "".join(c.text for c in chunks if isinstance(c, TextDelta)) == "The build broke."
+    assert not hold.is_set() and server.connections == 2
+    assert get(server.setups[1], "sessionResumption") == {}  # fresh: not the old history
+    seeded = server.sent("clientContent")[-1]
+    turns = get(seeded, "turns")
+    assert [server.texts(t) for t in turns] == ["a story", "Once upon", "ci: the build broke"]
+    assert get(seeded, "turnComplete") is True
     assert server.errors == []
