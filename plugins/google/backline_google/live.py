@@ -7,7 +7,9 @@ longer starts with what the session holds (a reply cut to what was heard, a turn
 runtime dropped), a new session is opened and seeded with the whole context in one
 ``send_client_content``. New user turns (typed, or a background's updates) go as
 client content; a result of a call the model made as ``send_tool_response`` (its
-scheduling: see ``_live_items.operations``). Functions are ``NON_BLOCKING``.
+scheduling: see ``_live_items.operations``). Functions are ``NON_BLOCKING``. A turn the
+runtime stopped reading is waited for before the next sync, except by an urgent
+background update (``extra["interrupt"]``), sent at once: see ``_live_follow._sync_turns``.
 
 The session is configured with ``session_resumption``: the latest handle is kept, and
 after a dropped socket or a ``go_away`` the next ``chat()`` reconnects with it (the
