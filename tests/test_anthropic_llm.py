@@ -408,10 +408,23 @@ async def test_tools_and_tool_choice(server: FakeAnthropicServer, make_llm: Make
 
 
 def test_importing_backline_does_not_import_anthropic() -> None:
-    code = (
-        "import sys, backline, backline.llm, backline.testing, backline.testing.fake_anthropic\n"
-        "assert 'anthropic' not in sys.modules, 'anthropic was imported'\n"
-        "import backline.llm.anthropic\n"
-        "assert 'anthropic' in sys.modules\n"
-    )
+    """Nor does building the adapter: the package (seconds of CPU) is imported when the
+    client is first needed, or ahead by ``warm_up()`` in a thread."""
+    code = """
+import sys, threading
+import backline, backline.llm, backline.testing, backline.testing.fake_anthropic
+assert "anthropic" not in sys.modules, "anthropic was imported"
+from backline.llm.anthropic import AnthropicLLM
+llm = AnthropicLLM(api_key="k", base_url="http://127.0.0.1:9")
+assert "anthropic" not in sys.modules, "building the adapter imported anthropic"
+assert repr(llm) == f"AnthropicLLM(model='{llm.model}', base_url='http://127.0.0.1:9')"
+llm.warm_up()
+(thread,) = [t for t in threading.enumerate() if t.name == "import anthropic"]
+thread.join(60)
+assert "anthropic" in sys.modules
+assert str(llm.client.base_url) == "http://127.0.0.1:9", llm.client.base_url
+for url in ("http://h:9/", "http://h/v1", "http://h/v1/", "https://api.anthropic.com"):
+    shown = AnthropicLLM(api_key="k", base_url=url)
+    assert repr(shown).endswith(f"base_url='{shown.client.base_url}')"), (url, repr(shown))
+"""
     subprocess.run([sys.executable, "-c", code], check=True, timeout=60)

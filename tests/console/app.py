@@ -40,9 +40,17 @@ def voice(request: LLMRequest) -> ScriptedResponse:
     return text(f"You said: {last}")
 
 
+class WarmedLLM(ScriptedLLM):
+    """Says when the console asks it to load ahead (``warm_up``), and whether the first
+    prompt was already on the screen then."""
+
+    def warm_up(self) -> None:
+        print("warm-up asked", flush=True)
+
+
 async def main() -> None:
     rich = "--plain" not in sys.argv[1:]
-    session: Session[Any] = Session(ScriptedLLM(voice), background=[builder])
+    session: Session[Any] = Session(WarmedLLM(voice), background=[builder])
     await run_console(session, Agent("Be brief."), rich=rich, banner="console test ready")
 
 

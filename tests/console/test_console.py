@@ -151,3 +151,20 @@ def test_rich_console_refuses_a_long_line_and_keeps_going() -> None:
     finally:
         child.close(force=True)
     assert child.exitstatus == 0
+
+
+@pytest.mark.timeout(60)
+def test_the_model_warms_up_once_the_first_prompt_is_on_the_screen() -> None:
+    """The console shows its prompt first, then lets the model load what its first
+    request needs (``warm_up``: the Anthropic adapter imports its package), once."""
+    child = spawn()
+    try:
+        expect(child, "you>")
+        expect(child, "warm-up asked")
+        child.sendline("hello there")
+        expect(child, "agent: You said: hello there")
+        child.sendline("/quit")
+        child.expect(pexpect.EOF)
+        assert "warm-up asked" not in child.before  # not twice
+    finally:
+        child.close(force=True)

@@ -28,7 +28,7 @@ from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any, TextIO
 
 from ..limits import DEFAULT_LIMITS, Limits
-from ..llm import close_llm
+from ..llm import close_llm, warm_up_llm
 from ..tasks import TaskScope
 from ._alerts import BELL, alert_line
 from ._console_view import LEAVE_HINT, ConsoleOutput, ConsoleView, wrap_items
@@ -244,6 +244,7 @@ async def _run_plain(
     session.on("background_alert", _alert_printer(emit, between_replies))
     if banner:
         emit(banner + "\n")
+    warm_up_llm(session.llm)  # what its first request needs loads while the user types
     loop = asyncio.get_running_loop()
     # Room for the longest turn in UTF-8; a longer line is skipped, never buffered whole.
     reader = asyncio.StreamReader(limit=limits.max_user_turn_chars * _UTF8_MAX + 2)
@@ -359,6 +360,14 @@ async def _run_rich(
         session.on("background_alert", _alert_printer(emit, emit))
         if banner:
             emit(banner + "\n")
+
+        def shown(_: object) -> None:
+            # The first prompt is on the screen: what the model's first request needs
+            # loads now, while the user types.
+            prompt.app.after_render -= shown
+            warm_up_llm(session.llm)
+
+        prompt.app.after_render += shown
 
         keys = voice.key_bindings(redraw) if voice else None
 

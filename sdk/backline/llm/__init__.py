@@ -32,6 +32,7 @@ from .llm import (
     Usage,
     close_llm,
     llm_label,
+    warm_up_llm,
 )
 from .realtime import ContextFollower, RealtimeSession
 from .tool_output import (
@@ -143,6 +144,7 @@ __all__ = [
     "serialize_tool_output",
     "snapshot_tool_output",
     "validate_tool_output",
+    "warm_up_llm",
 ]
 
 

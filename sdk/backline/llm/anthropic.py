@@ -1,20 +1,25 @@
 """``AnthropicLLM``: the ``LLM`` protocol on Anthropic's streaming Messages API.
 
-Imported on demand (``from backline.llm.anthropic import AnthropicLLM``): it pulls
-in the ``anthropic`` package, which takes seconds to import. See docs/anthropic.md.
+The ``anthropic`` package takes seconds of CPU to import (its typed models): this
+module does not import it. An ``AnthropicLLM`` imports it when its client is first
+needed — in a worker thread when that is a request (the event loop never waits on
+the import), or ahead with ``warm_up()``, which a front end calls once it is
+interactive (the import then runs while the user types). See docs/anthropic.md.
 """
 
 from __future__ import annotations
 
+import asyncio
+import importlib
 import json
 import logging
 import os
+import sys
+import threading
 from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, cast
-
-import anthropic
-import httpx2
+from urllib.parse import urlsplit
 
 from ..keys import get_key
 from ..limits import DEFAULT_LIMITS
@@ -34,6 +39,7 @@ from .provider import (
 from .tools import FunctionTool, ToolChoice
 
 if TYPE_CHECKING:
+    import anthropic
     from anthropic.types import MessageParam, RawMessageStreamEvent, ToolChoiceParam, ToolParam
 
 __all__ = ["DEFAULT_MODEL", "MODEL_ENV", "AnthropicLLM"]
@@ -59,7 +65,28 @@ _STATUS_OF_ERROR_TYPE = {
     "overloaded_error": 529,
 }
 
-_RequestFailure = (anthropic.APIStatusError, anthropic.APIConnectionError, httpx2.TransportError)
+DEFAULT_BASE_URL = "https://api.anthropic.com"
+
+
+def _sdk() -> Any:
+    """The ``anthropic`` package (imported on first use: seconds of CPU)."""
+    return importlib.import_module("anthropic")
+
+
+def _request_failures() -> tuple[type[BaseException], ...]:
+    anthropic = _sdk()
+    import httpx2
+
+    return (anthropic.APIStatusError, anthropic.APIConnectionError, httpx2.TransportError)
+
+
+def warm_up_sdk() -> threading.Thread | None:
+    """Import ``anthropic`` in a daemon thread (``None``: imported already)."""
+    if "anthropic" in sys.modules:
+        return None
+    thread = threading.Thread(target=_sdk, name="import anthropic", daemon=True)
+    thread.start()
+    return thread
 
 
 class AnthropicLLM:
@@ -108,24 +135,32 @@ class AnthropicLLM:
         )
         self._model = model or os.environ.get(MODEL_ENV) or DEFAULT_MODEL
         self._max_tokens = max_tokens
+        self._client: anthropic.AsyncAnthropic | None = None
         if client is None:
-            self._client = anthropic.AsyncAnthropic(
-                api_key=api_key if api_key is not None else get_key(KEY_ENV),
-                base_url=base_url,
-                max_retries=0,
-                timeout=timeout if timeout is not None else anthropic.NOT_GIVEN,
-            )
+            # Made when first needed (the package's import is slow); what it is given
+            # is read now, as it would read it.
+            self._client_options: dict[str, Any] = {
+                "api_key": api_key if api_key is not None else get_key(KEY_ENV),
+                "base_url": base_url,
+                "timeout": timeout,
+            }
+            url = base_url or os.environ.get("ANTHROPIC_BASE_URL") or DEFAULT_BASE_URL
+            # As the client shows it: a path other than the root ends with "/".
+            if urlsplit(url).path not in ("", "/") and not url.endswith("/"):
+                url += "/"
+            self._base_url = url
             self._owns_client = True
         else:
             if api_key is not None or base_url is not None:
                 raise ValueError("pass either client= or api_key=/base_url=, not both")
             self._client = client.with_options(max_retries=0)
+            self._base_url = str(self._client.base_url)
             self._owns_client = False
         self._streams = ProviderStreams(
             self._open,
             _Decoder,
             self._failure,
-            label=f"Anthropic API at {self._client.base_url}",
+            label=f"Anthropic API at {self._base_url}",
             adapter="AnthropicLLM",
             policy=policy,
             log=log,
@@ -138,15 +173,32 @@ class AnthropicLLM:
 
     @property
     def client(self) -> anthropic.AsyncAnthropic:
-        """The ``anthropic`` client (its own retries are off: this class retries)."""
-        return self._client
+        """The ``anthropic`` client (its own retries are off: this class retries). Made
+        on first use, importing the package here if nothing did yet."""
+        client = self._client
+        if client is None:
+            anthropic = _sdk()
+            options = self._client_options
+            timeout = options["timeout"]
+            client = self._client = anthropic.AsyncAnthropic(
+                api_key=options["api_key"],
+                base_url=options["base_url"],
+                max_retries=0,
+                timeout=timeout if timeout is not None else anthropic.NOT_GIVEN,
+            )
+        return client
+
+    def warm_up(self) -> None:
+        """Import the ``anthropic`` package now, in a daemon thread, so the first request
+        does not wait for it (a front end calls this once it is interactive)."""
+        warm_up_sdk()
 
     def __repr__(self) -> str:
-        return f"AnthropicLLM(model={self._model!r}, base_url={str(self._client.base_url)!r})"
+        return f"AnthropicLLM(model={self._model!r}, base_url={self._base_url!r})"
 
     async def aclose(self) -> None:
-        """Close the HTTP client if this object created it."""
-        if self._owns_client:
+        """Close the HTTP client if this object created it (and made it)."""
+        if self._owns_client and self._client is not None:
             await self._client.close()
 
     def chat(
@@ -185,8 +237,13 @@ class AnthropicLLM:
         return params
 
     async def _open(self, params: dict[str, Any]) -> AsyncIterator[RawMessageStreamEvent]:
+        if self._client is None:
+            # The first request: the package is imported (or its import by warm_up()
+            # finished) off the event loop: seconds of CPU the loop does not wait on.
+            await asyncio.to_thread(_sdk)
+        anthropic = _sdk()
         try:
-            return await self._client.messages.create(
+            return await self.client.messages.create(
                 model=params["model"],
                 max_tokens=params["max_tokens"],
                 messages=cast("list[MessageParam]", params["messages"]),
@@ -209,13 +266,14 @@ class AnthropicLLM:
 
     def _failure(self, e: BaseException) -> ProviderFailure | None:
         """A failed request (``None``: not one, raised as it is)."""
+        anthropic = _sdk()
         if isinstance(e, anthropic.APIStatusError):
             return self._status_failure(e)
-        if not isinstance(e, _RequestFailure):
+        if not isinstance(e, _request_failures()):
             return None
         detail = e.__cause__ if isinstance(e, anthropic.APIConnectionError) and e.__cause__ else e
         return ProviderFailure(
-            f"Could not reach the Anthropic API at {self._client.base_url}: {detail!r}",
+            f"Could not reach the Anthropic API at {self._base_url}: {detail!r}",
             retryable=True,
         )
 
@@ -243,7 +301,7 @@ class AnthropicLLM:
                 "AnthropicLLM(model=...)"
             )
         elif status == 404:
-            message += f" — check the base URL {str(self._client.base_url)!r}"
+            message += f" — check the base URL {self._base_url!r}"
         return ProviderFailure(
             message, retryable=retryable, status=status, retry_after=retry_after_seconds(headers)
         )

@@ -149,6 +149,20 @@ async def close_llm(llm: object, timeout: float = 5.0) -> None:
         logging.getLogger("backline.llm").warning("closing %s failed: %r", type(llm).__name__, e)
 
 
+def warm_up_llm(llm: object) -> None:
+    """Let ``llm`` load ahead what its first request needs, if it can (a ``warm_up()``
+    method: the Anthropic adapter imports its package in a thread). A front end calls
+    it once it is interactive, so that work runs while the user types. Never raises."""
+    warm_up = getattr(llm, "warm_up", None)
+    if callable(warm_up):
+        try:
+            warm_up()
+        except Exception as e:
+            logging.getLogger("backline.llm").warning(
+                "warming up %s failed: %r", type(llm).__name__, e
+            )
+
+
 def llm_label(llm: LLM) -> tuple[str, str | None]:
     """A readable name for ``llm``: its class name, and its model (its ``model``
     attribute, when it has one)."""
