@@ -24,7 +24,7 @@ from . import _schema
 from ._store import ConversationLog
 
 if TYPE_CHECKING:
-    from ..voice.events import Event, EventName
+    from ..voice.events import EventName
     from ..voice.session import Session
 
 _EVENTS: tuple[EventName, ...] = (
@@ -72,36 +72,42 @@ class SessionRecorder:
         self._turns = 0  # said in the current row
         self._reported = False
         self._loop: asyncio.AbstractEventLoop | None = None
-        self._handlers: dict[str, Callable[[Any], None]] = {
-            "ConversationItemAdded": self._item,
-            "AgentStateChanged": self._agent_state,
-            "UserStateChanged": self._user_state,
-            "BackgroundMessage": self._background_message,
-            "BackgroundReply": self._background_reply,
-            "BackgroundState": self._background_state,
-            "BackgroundStatus": self._background_status,
-            "LLMMetrics": self._llm_metrics,
-            "ErrorEvent": self._error,
-            "CloseEvent": self._close,
+        # Each event name straight to its handler (no dispatch per event): a text turn
+        # sends six of them.
+        self._listening: dict[EventName, Callable[[Any], None]] = {
+            "conversation_item_added": self._item,
+            "agent_state_changed": self._agent_state,
+            "user_state_changed": self._user_state,
+            "background_message": self._background_message,
+            "background_reply": self._background_reply,
+            "background_state": self._background_state,
+            "background_status": self._background_status,
+            "llm_metrics": self._llm_metrics,
+            "error": self._error,
+            "close": self._close,
         }
-        for name in _EVENTS:
-            session.on(name, self._on_event)
+        assert tuple(self._listening) == _EVENTS
+        for name, handler in self._listening.items():
+            session.on(name, handler)
 
     def detach(self) -> None:
         """Stop recording (the current row stays open)."""
-        for name in _EVENTS:
-            self._session.off(name, self._on_event)
+        for name, handler in self._listening.items():
+            self._session.off(name, handler)
         self._log.remove_listener(self._on_trouble)
 
     # -- plumbing -----------------------------------------------------------------------
-    def _on_event(self, event: Event) -> None:
-        if not self._reported and self._log.trouble is not None:
-            self._report(self._log.trouble)  # known before this session's first event
-        if not self._log.available:
-            return
+    def _ready(self) -> str | None:
+        """The row to write to, opened on the first event; ``None`` when the log cannot
+        be written (said once)."""
+        log = self._log
+        if not self._reported and log.trouble is not None:
+            self._report(log.trouble)  # known before this session's first event
+        if not log._usable:
+            return None
         if self.session_id is None:
             self._open_row()
-        self._handlers[type(event).__name__](event)
+        return self.session_id
 
     def _report(self, message: str) -> None:
         # Said once, where the front end shows errors (a terminal UI may own stderr);
@@ -121,6 +127,13 @@ class SessionRecorder:
         message = self._log.trouble  # still true? (a lock may be gone again)
         if message is not None and not self._reported and self.session_id is not None:
             self._report(message)
+
+    def _sid(self) -> str | None:
+        """The row to write to (``None``: nothing is written)."""
+        sid = self.session_id
+        if sid is None or not self._log._usable:
+            return self._ready()
+        return sid
 
     def _put(self, statement: str, *params: Any) -> None:
         if not self._log.submit((statement, params)):
@@ -172,7 +185,10 @@ class SessionRecorder:
 
     # -- events -------------------------------------------------------------------------
     def _item(self, event: Any) -> None:
-        item, sid = event.item, self.session_id
+        sid = self._sid()
+        if sid is None:
+            return
+        item = event.item
         if isinstance(item, ChatMessage):
             if item.role == "user" and "background_id" not in item.extra:
                 self._turns += 1
@@ -230,9 +246,12 @@ class SessionRecorder:
             )
 
     def _agent_state(self, event: Any) -> None:
+        sid = self._sid()
+        if sid is None:
+            return
         self._put(
             _schema.INSERT_STATE,
-            self.session_id,
+            sid,
             time.time(),
             "agent",
             None,
@@ -242,9 +261,12 @@ class SessionRecorder:
         )
 
     def _user_state(self, event: Any) -> None:
+        sid = self._sid()
+        if sid is None:
+            return
         self._put(
             _schema.INSERT_STATE,
-            self.session_id,
+            sid,
             time.time(),
             "user",
             None,
@@ -254,9 +276,12 @@ class SessionRecorder:
         )
 
     def _background_message(self, event: Any) -> None:
+        sid = self._sid()
+        if sid is None:
+            return
         self._put(
             _schema.INSERT_BACKGROUND_MESSAGE,
-            self.session_id,
+            sid,
             time.time(),
             event.background_id,
             event.message_id,
@@ -265,17 +290,21 @@ class SessionRecorder:
         )
 
     def _background_reply(self, event: Any) -> None:
+        sid = self._sid()
+        if sid is None:
+            return
         now = time.time()
         for message_id in event.message_ids:
-            self._put(
-                _schema.UPDATE_BACKGROUND_STATUS, event.status, now, self.session_id, message_id
-            )
+            self._put(_schema.UPDATE_BACKGROUND_STATUS, event.status, now, sid, message_id)
 
     def _background_state(self, event: Any) -> None:
+        sid = self._sid()
+        if sid is None:
+            return
         state = self._text(json.dumps(event.state, sort_keys=True), "a background state")
         self._put(
             _schema.INSERT_STATE,
-            self.session_id,
+            sid,
             time.time(),
             "background_state",
             event.background_id,
@@ -285,9 +314,12 @@ class SessionRecorder:
         )
 
     def _background_status(self, event: Any) -> None:
+        sid = self._sid()
+        if sid is None:
+            return
         self._put(
             _schema.INSERT_STATE,
-            self.session_id,
+            sid,
             time.time(),
             "background_status",
             event.background_id,
@@ -297,9 +329,12 @@ class SessionRecorder:
         )
 
     def _llm_metrics(self, m: Any) -> None:
+        sid = self._sid()
+        if sid is None:
+            return
         self._put(
             _schema.INSERT_LLM_REQUEST,
-            self.session_id,
+            sid,
             time.time(),
             m.speech_id,
             m.llm,
@@ -313,11 +348,14 @@ class SessionRecorder:
         )
 
     def _error(self, event: Any) -> None:
+        sid = self._sid()
+        if sid is None:
+            return
         error = event.error
         message = self._text(f"{type(error).__name__}: {error}", "an error")
         self._put(
             _schema.INSERT_ERROR,
-            self.session_id,
+            sid,
             time.time(),
             event.source,
             message,
@@ -325,12 +363,13 @@ class SessionRecorder:
         )
 
     def _close(self, event: Any) -> None:
+        sid = self._sid()
+        if sid is None:
+            return
         if self._turns:
-            self._put(
-                _schema.END_SESSION, time.time(), event.reason, self._dropped, self.session_id
-            )
+            self._put(_schema.END_SESSION, time.time(), event.reason, self._dropped, sid)
         else:  # nothing was said: not a conversation to keep
-            self._put(_schema.DELETE_SESSION, self.session_id)
+            self._put(_schema.DELETE_SESSION, sid)
         self._log.remove_listener(self._on_trouble)
         self.session_id = None  # a restart opens a new row
         self._dropped = 0

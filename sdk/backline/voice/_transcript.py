@@ -68,8 +68,13 @@ class Transcript:
         """The one writer of the history."""
         run = self.run
         if "conversation_item_added" in self.emitter._listeners:
+            if type(items) is list and len(items) == 1:
+                item = items[0]  # the usual case: no list built for one item
+                if self.history._add(item):
+                    self.emit(item_added(item))
+                return
             for item in self.history.insert(items):
-                self.emit(ConversationItemAdded(item=item))  # (a run gets it from emit)
+                self.emit(item_added(item))  # (a run gets it from emit)
         elif run is not None:
             for item in self.history.insert(items):
                 run._on_item(item)  # only the run collects it: no event to build
@@ -89,6 +94,17 @@ class Transcript:
         """The run in progress, if any, waits for ``speech`` too."""
         if self.run is not None:
             self.run._watch(speech)
+
+
+_new = object.__new__
+
+
+def item_added(item: ChatItem) -> ConversationItemAdded:
+    """``ConversationItemAdded(item=item)``, built through its ``__dict__`` (a frozen
+    dataclass's __init__ sets each field through object.__setattr__)."""
+    event = _new(ConversationItemAdded)
+    event.__dict__.update({"item": item, "type": "conversation_item_added"})
+    return event
 
 
 _STATE_EVENTS: dict[tuple[AgentState, AgentState], AgentStateChanged] = {}
