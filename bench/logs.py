@@ -28,9 +28,11 @@ from typing import Any
 
 from _common import (
     BenchAgent,
+    Target,
     TurnWaiter,
     make_session,
     print_table,
+    print_targets,
     run,
     summarize_us,
     text_responder,
@@ -176,7 +178,22 @@ def main() -> None:
             for r in results
         ],
     )
-    write_results("logs", args, results)
+    added = [
+        r["loop_cpu_us_added"]
+        for r in results
+        if r["scenario"] == "text" and "loop_cpu_us_added" in r
+    ]
+    targets = [
+        Target(
+            "conversation log, loop CPU per text turn",
+            added[0] if added else None,
+            15,
+            unit="µs",
+            note="log on - log off, the event loop's thread",
+        )
+    ]
+    print_targets(targets)
+    write_results("logs", args, results, targets)
 
 
 if __name__ == "__main__":

@@ -27,7 +27,16 @@ import time
 from pathlib import Path
 from typing import Any
 
-from _common import TEXT_REPLY, BenchAgent, print_table, run, summarize_us, write_results
+from _common import (
+    TEXT_REPLY,
+    BenchAgent,
+    Target,
+    print_table,
+    print_targets,
+    run,
+    summarize_us,
+    write_results,
+)
 
 from backline import BackgroundContext, Session, TextOutput, background, function_tool
 from backline.mcp import MCPServerHTTP, MCPServerStdio, hosted_voice_channel
@@ -199,7 +208,18 @@ def main() -> None:
         ["tool", "p50 µs", "p99 µs", "mean µs"],
         [[r["tool"], r["p50_us"], r["p99_us"], r["mean_us"]] for r in results["tools"]],
     )
-    write_results("mcp_bridge", args, results)
+    modern = [ch for ch in results["channel"] if ch["protocol"] == "2026-07-28"]
+    targets = [
+        Target(
+            "MCP send_to_user -> voice reply generation starts (p50)",
+            modern[0]["to_generation_p50_us"] / 1000 if modern else None,
+            2,
+            unit="ms",
+            note="streamable HTTP, protocol 2026-07-28 (per-request, no handshake)",
+        )
+    ]
+    print_targets(targets)
+    write_results("mcp_bridge", args, results, targets)
 
 
 if __name__ == "__main__":

@@ -194,14 +194,14 @@ def targets_from(rows: list[dict[str, Any]], turns: int, failed: list[int]) -> l
         Target(
             f"peak RSS, {at}",
             None if big is None else big["peak_rss_mb"],
-            400,
+            250,
             unit="MB",
             note="ru_maxrss of the child",
         ),
         Target(
             f"close of all, {at}",
             None if big is None else big["close_seconds"],
-            2,
+            1,
             unit="s",
             note="gather(aclose()) after the turns",
         ),
@@ -323,6 +323,15 @@ def main() -> None:
         "turns; close GC s = its time during the close"
     )
     targets = targets_from(rows, args.turns, failed)
+    targets.append(
+        Target(
+            "import backline RSS",
+            imp["rss_after_import_mb"],
+            30,
+            unit="MB",
+            note="a fresh interpreter's RSS after the import",
+        )
+    )
     title = "Targets"
     if args.gc_threshold:
         title += f" (gc threshold {args.gc_threshold}: the targets are for Python's defaults)"
