@@ -414,6 +414,55 @@ async def first_completed(*futures: asyncio.Future[Any]) -> None:
             f.remove_done_callback(wake)
 
 
+class LazyDeadline:
+    """One loop timer for a series of bounded waits that never overlap (a session's
+    ``run()`` calls): each wait sets its deadline (``start``) and clears it (``end``);
+    the timer is made once and, when it comes due before the current deadline (the
+    wait it was made for ended, another began), re-armed for that one. A wait that
+    ends in time costs no timer of its own. ``cancel()`` drops the timer (at close).
+    """
+
+    __slots__ = ("_deadline", "_expire", "_timer")
+
+    def __init__(self) -> None:
+        self._deadline: float | None = None
+        self._expire: Callable[[], None] | None = None
+        self._timer: asyncio.TimerHandle | None = None
+
+    def start(self, timeout: float, expire: Callable[[], None]) -> None:
+        loop = asyncio.get_running_loop()
+        deadline = self._deadline = loop.time() + timeout
+        self._expire = expire
+        timer = self._timer
+        if timer is None or timer.when() > deadline:
+            if timer is not None:
+                timer.cancel()
+            self._timer = loop.call_at(deadline, self._due)
+
+    def end(self, expire: Callable[[], None]) -> None:
+        if self._expire is expire:  # (the wait's own: a later one may have begun)
+            self._deadline = self._expire = None
+
+    def cancel(self) -> None:
+        timer, self._timer = self._timer, None
+        if timer is not None:
+            timer.cancel()
+        self._deadline = self._expire = None
+
+    def _due(self) -> None:
+        self._timer = None
+        deadline = self._deadline
+        if deadline is None:
+            return  # the wait ended in time
+        loop = asyncio.get_running_loop()
+        if loop.time() < deadline:
+            self._timer = loop.call_at(deadline, self._due)  # a later wait's deadline
+            return
+        expire, self._deadline, self._expire = self._expire, None, None
+        if expire is not None:
+            expire()
+
+
 class Signal:
     """Wakes waiters whenever something they depend on changes; they re-check."""
 
@@ -470,12 +519,14 @@ class Signal:
         *,
         timeout: float | None = None,
         stop: Callable[[], bool] | None = None,
+        deadline: LazyDeadline | None = None,
     ) -> bool:
         """Wait until ``predicate()`` holds, re-checked at every ``notify()``: True then;
         False once ``stop()`` holds, or after ``timeout`` seconds.
 
         One timer bounds the whole wait (not one per wake-up: a conversation's turn
-        wakes its waiters several times)."""
+        wakes its waiters several times); with ``deadline`` (waits that never overlap,
+        one after the other), the same loop timer serves every wait."""
         if predicate():
             return True
         if timeout is not None and timeout <= 0:
@@ -489,7 +540,12 @@ class Signal:
             if waiter is not None and not waiter.done():
                 waiter.set_result(None)
 
-        timer = None if timeout is None else asyncio.get_running_loop().call_later(timeout, expire)
+        timer = None
+        if timeout is not None:
+            if deadline is not None:
+                deadline.start(timeout, expire)
+            else:
+                timer = asyncio.get_running_loop().call_later(timeout, expire)
         try:
             while True:
                 if predicate():
@@ -505,3 +561,5 @@ class Signal:
         finally:
             if timer is not None:
                 timer.cancel()
+            elif deadline is not None:
+                deadline.end(expire)

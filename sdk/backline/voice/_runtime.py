@@ -22,6 +22,7 @@ from ..limits import Limits
 from ..llm.chat_context import ChatContext
 from ..llm.llm import LLM
 from ..llm.realtime import RealtimeSession
+from ..tasks import LazyDeadline
 from ._away import AwayTimer
 from ._session_tools import SessionTools
 from ._transcript import Transcript
@@ -78,7 +79,11 @@ class Runtime(Protocol):
         *,
         timeout: float | None = None,
         even_when_closing: bool = False,
+        deadline: LazyDeadline | None = None,
     ) -> bool: ...
+
+    @property
+    def _run_deadline(self) -> LazyDeadline: ...
     def _is_idle(self) -> bool: ...
     def _work_in_progress(self) -> bool: ...
     def _owes_reply_for(self, run: object) -> bool: ...

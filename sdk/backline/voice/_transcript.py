@@ -76,8 +76,13 @@ class Transcript:
             for item in self.history.insert(items):
                 self.emit(item_added(item))  # (a run gets it from emit)
         elif run is not None:
+            if type(items) is list and len(items) == 1:
+                item = items[0]  # the usual case: no list built for one item
+                if self.history._add(item):
+                    run._on_item(item)  # only the run collects it: no event to build
+                return
             for item in self.history.insert(items):
-                run._on_item(item)  # only the run collects it: no event to build
+                run._on_item(item)
         elif type(items) is list and len(items) == 1:
             self.history._add(items[0])  # (the usual case, with nobody listening)
         else:

@@ -119,10 +119,14 @@ class ReplyScheduler:
         return bool(pending) and any(self._deliverable(p) for p in pending or ())
 
     def owes_reply_for(self, run: Any) -> bool:
-        return not self._closed and (
-            self._taking > 0
-            or any(p.run is run and self._deliverable(p) for p in self._pending or ())
-        )
+        if self._closed:
+            return False
+        if self._taking > 0:
+            return True
+        pending = self._pending
+        if not pending:
+            return False  # the usual case: nothing buffered (no generator per check)
+        return any(p.run is run and self._deliverable(p) for p in pending)
 
     def _deliverable(self, p: Pending) -> bool:
         owner = p.owner

@@ -133,8 +133,9 @@ class RunResult:
         return not s._owes_reply_for(self)
 
     async def _wait(self, timeout: float) -> None:
-        ok = await self._session._wait_for(self._settled, timeout=timeout)
-        if not ok and not self._session._closing:
+        session = self._session
+        ok = await session._wait_for(self._settled, timeout=timeout, deadline=session._run_deadline)
+        if not ok and not session._closing:
             raise TimeoutError(
                 f"run(user_input={self.user_input!r}) did not finish within {timeout}s; "
                 f"events so far: {describe_events(self.events)}"

@@ -12,14 +12,14 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Callable, Coroutine, Iterable, Sequence
-from typing import TYPE_CHECKING, Any, Generic, TypeVar
+from typing import Any, Generic, TypeVar
 
 from ..limits import DEFAULT_LIMITS, Limits
 from ..llm.chat_context import ChatContext
 from ..llm.llm import LLM
 from ..llm.realtime import RealtimeSession
 from ..llm.tools import FunctionTool, ToolChoice
-from ..tasks import Signal, TaskScope
+from ..tasks import LazyDeadline, Signal, TaskScope
 from . import observers
 from ._activity import AgentActivity
 from ._away import Hold
@@ -43,10 +43,8 @@ from .events import (
 from .io import InMemoryTextOutput, TextOutput
 from .parts import SessionPart
 from .reply_scheduler import ReplyOwner, ReplyScheduler
+from .run_result import RunResult
 from .speech_handle import SpeechHandle
-
-if TYPE_CHECKING:
-    from .run_result import RunResult
 
 logger = logging.getLogger("backline")
 
@@ -114,6 +112,7 @@ class Session(Generic[UserdataT]):
         self._closing = False
         self._closed = False
         self._changed = Signal()
+        self._run_deadline = LazyDeadline()  # bounds each run() (one at a time)
         self._refreshing = False
         self._refresh_again = False
         self._transcript.run = None
@@ -282,6 +281,7 @@ class Session(Generic[UserdataT]):
         self._closed = True
         self._switches.drop_held_turns()  # turns held for a switch that never comes
         self._away.stop()
+        self._run_deadline.cancel()
         self._refresh()  # the state a closed session reports, and wakes waiters (aclose)
         if self._started:
             observers.notify("session_closed", self)
@@ -395,8 +395,6 @@ class Session(Generic[UserdataT]):
 
         Returns a ``RunResult`` with the turn's events and fluent assertions.
         """
-        from .run_result import RunResult
-
         transcript = self._transcript
         if transcript.run is not None:
             raise RuntimeError("another run() is in progress")
@@ -459,8 +457,9 @@ class Session(Generic[UserdataT]):
     def _owes_reply_for(self, run: object) -> bool:
         """A reply started during ``run`` is still owed (buffered, or a deferred tool
         it started still works)."""
-        if any(s.owes_reply_for(run) for s in self._schedulers):
-            return True
+        for scheduler in self._schedulers:
+            if scheduler.owes_reply_for(run):
+                return True
         runner = self._tool_runner
         return bool(runner.running) and runner.owed_by_run(run)
 
@@ -523,14 +522,16 @@ class Session(Generic[UserdataT]):
         *,
         timeout: float | None = None,
         even_when_closing: bool = False,
+        deadline: LazyDeadline | None = None,
     ) -> bool:
         """Wait until ``predicate()`` holds (re-checked at every change); False once
         the session is closing (unless ``even_when_closing``) or closed, or after
-        ``timeout`` seconds."""
+        ``timeout`` seconds (``deadline``: the timer of waits that never overlap)."""
         return await self._changed.wait_until(
             predicate,
             timeout=timeout,
             stop=(lambda: self._closed) if even_when_closing else self._closing_or_closed,
+            deadline=deadline,
         )
 
     def _closing_or_closed(self) -> bool:
