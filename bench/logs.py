@@ -9,10 +9,11 @@ Reported per turn: the event loop's own CPU (``time.thread_time()`` on the loop'
 thread: what a turn pays, the writer thread excluded), the whole process's CPU (the
 writer included), wall latency p50/p99; with the log on also the records written
 per turn, how long the writer took to catch up after the last turn (``flush``) and
-the database's size per turn. Medians over the sessions.
+the database's size per turn. Medians over the sessions; sessions with the log off
+and on alternate, so a drifting machine weighs on both alike.
 
     python bench/logs.py                       # the default sizes (make bench)
-    python bench/logs.py --turns 2000 --repeats 5
+    python bench/logs.py --turns 2000 --repeats 7
 """
 
 from __future__ import annotations
@@ -93,11 +94,13 @@ async def one_session(
 
 async def measure(scenario: str, *, turns: int, repeats: int, warmup: int) -> list[dict[str, Any]]:
     results = []
-    for mode in ("off", "on"):
-        runs = []
-        for _ in range(repeats):
+    by_mode: dict[str, list[dict[str, Any]]] = {"off": [], "on": []}
+    # Off and on alternate (off, on, off, on, ...): a machine that drifts over the run
+    # (frequency, memory, other load) weighs on both alike.
+    for _ in range(repeats):
+        for mode in ("off", "on"):
             with tempfile.TemporaryDirectory() as tmp:
-                runs.append(
+                by_mode[mode].append(
                     await one_session(
                         scenario,
                         turns=turns,
@@ -105,6 +108,7 @@ async def measure(scenario: str, *, turns: int, repeats: int, warmup: int) -> li
                         log_dir=Path(tmp) if mode == "on" else None,
                     )
                 )
+    for mode, runs in by_mode.items():
         wall = [w for r in runs for w in r["wall"]]
         row: dict[str, Any] = {
             "scenario": scenario,
@@ -128,7 +132,7 @@ async def measure(scenario: str, *, turns: int, repeats: int, warmup: int) -> li
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
     p.add_argument("--turns", type=int, default=500, help="measured turns per session")
-    p.add_argument("--repeats", type=int, default=3, help="sessions per scenario and mode")
+    p.add_argument("--repeats", type=int, default=5, help="sessions per scenario and mode")
     p.add_argument("--warmup", type=int, default=20, help="unmeasured turns first")
     p.add_argument("--scenarios", default="text,tool", help="comma-separated: text, tool")
     args = p.parse_args()
