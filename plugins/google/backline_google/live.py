@@ -51,6 +51,7 @@ from backline.llm import (
     check_tool_choice,
     failed_stream,
 )
+from backline.llm.provider import DeadlinePassed, Deadlines
 from backline.tasks import TaskScope
 
 from . import _config
@@ -375,17 +376,17 @@ class GeminiLiveLLM(LiveFollower):
         self, converted: Converted, tools: list[FunctionTool]
     ) -> AsyncGenerator[ChatChunk, None]:
         loop = asyncio.get_running_loop()
-        start = loop.time()
+        deadlines = Deadlines(self._first_token_timeout, self._response_timeout)
         async with self._lock:
             turn = await self._request(converted, tools)
             ttft: float | None = None
             try:
                 while True:
-                    chunk = await self._next(turn, ttft is not None, start)
+                    chunk = await self._next(turn, ttft is not None, deadlines)
                     if chunk is END:
                         break
                     if ttft is None:
-                        ttft = loop.time() - start
+                        ttft = loop.time() - deadlines.start
                     assert isinstance(chunk, TextDelta | ToolCallChunk | AudioDelta)
                     yield chunk
             finally:
@@ -519,20 +520,13 @@ class GeminiLiveLLM(LiveFollower):
                 retryable=True,
             ) from e
 
-    async def _next(self, turn: Turn, started: bool, start: float) -> ChatChunk | object:
-        limit, which = (
-            (self._response_timeout, "response_timeout")
-            if started or self._first_token_timeout is None
-            else (self._first_token_timeout, "first_token_timeout")
-        )
-        if limit is None:
-            return await turn.events.get()
+    async def _next(self, turn: Turn, started: bool, deadlines: Deadlines) -> ChatChunk | object:
         try:
-            async with asyncio.timeout_at(start + limit):
-                return await turn.events.get()
-        except TimeoutError:
+            return await deadlines.within(turn.events.get(), started)
+        except DeadlinePassed as e:
             raise LLMTimeoutError(
-                f"Gemini Live at {self._url}: nothing within {limit:g}s ({which} of GeminiLiveLLM)"
+                f"Gemini Live at {self._url}: nothing within {e.seconds:g}s "
+                f"({e.which} of GeminiLiveLLM)"
             ) from None
 
 

@@ -42,6 +42,7 @@ from backline.llm import (
     Usage,
     failed_stream,
 )
+from backline.llm.provider import DeadlinePassed, Deadlines
 from backline.speech import SpeechToText
 from backline.tasks import TaskScope
 
@@ -477,7 +478,7 @@ class OpenAIRealtimeLLM:
         self, items: list[Any], create: dict[str, Any]
     ) -> AsyncGenerator[ChatChunk, None]:
         loop = asyncio.get_running_loop()
-        start = loop.time()
+        deadlines = Deadlines(self._first_token_timeout, self._response_timeout)
         async with self._lock:
             await self._settle()
             await self._connect()
@@ -496,11 +497,11 @@ class OpenAIRealtimeLLM:
             ttft: float | None = None
             try:
                 while True:
-                    chunk = await self._next(response, ttft is not None, start)
+                    chunk = await self._next(response, ttft is not None, deadlines)
                     if chunk is _END:
                         break
                     if ttft is None:
-                        ttft = loop.time() - start
+                        ttft = loop.time() - deadlines.start
                     assert isinstance(chunk, TextDelta | AudioDelta | ToolCallChunk)
                     yield chunk
             finally:
@@ -528,21 +529,15 @@ class OpenAIRealtimeLLM:
             stop_reason=response.status,
         )
 
-    async def _next(self, response: _Response, started: bool, start: float) -> ChatChunk | object:
-        limit, which = (
-            (self._response_timeout, "response_timeout")
-            if started or self._first_token_timeout is None
-            else (self._first_token_timeout, "first_token_timeout")
-        )
-        if limit is None:
-            return await response.events.get()
+    async def _next(
+        self, response: _Response, started: bool, deadlines: Deadlines
+    ) -> ChatChunk | object:
         try:
-            async with asyncio.timeout_at(start + limit):
-                return await response.events.get()
-        except TimeoutError:
+            return await deadlines.within(response.events.get(), started)
+        except DeadlinePassed as e:
             raise LLMTimeoutError(
-                f"OpenAI Realtime at {self.url}: nothing within {limit:g}s ({which} of "
-                "OpenAIRealtimeLLM)"
+                f"OpenAI Realtime at {self.url}: nothing within {e.seconds:g}s "
+                f"({e.which} of OpenAIRealtimeLLM)"
             ) from None
 
     async def _settle(self) -> None:
