@@ -148,7 +148,6 @@ class Ears:
     def __init__(self) -> None:
         self.commits: deque[HearingStream] = deque()  # committed, no item id yet
         self.items: dict[str, HearingStream] = {}  # item id -> the stream it answers
-        self.streams: set[HearingStream] = set()
         self.settled = asyncio.Event()
         self.settled.set()
 
@@ -163,8 +162,15 @@ class Ears:
             self.settled.set()
 
     def committing(self, stream: HearingStream) -> None:
-        self.streams.add(stream)
         self.commits.append(stream)
+        self._update()
+
+    def uncommit(self, stream: HearingStream) -> None:
+        """The commit ``committing`` announced was not sent: take it back (the last)."""
+        for n in range(len(self.commits) - 1, -1, -1):
+            if self.commits[n] is stream:
+                del self.commits[n]
+                break
         self._update()
 
     def commit_refused(self, code: str, message: str) -> None:
@@ -211,7 +217,6 @@ class Ears:
         self._update()
 
     def forget(self, stream: HearingStream) -> None:
-        self.streams.discard(stream)
         self.commits = deque(s for s in self.commits if s is not stream)
         self.items = {k: s for k, s in self.items.items() if s is not stream}
         self._update()

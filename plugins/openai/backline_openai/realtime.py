@@ -219,8 +219,7 @@ class OpenAIRealtimeLLM:
         try:
             await self._send({"type": "input_audio_buffer.commit"})
         except LLMError:
-            self._ears.forget(stream)
-            self._ears.streams.add(stream)
+            self._ears.uncommit(stream)  # never sent: no item will answer it
             raise
 
     def forget(self, stream: HearingStream) -> None:
