@@ -134,17 +134,23 @@ class SyncPlan:
     create: list[Item]
 
 
+def _common_prefix(held: Sequence[tuple[str, Signature]], wanted: Sequence[Item]) -> int:
+    """How many of the first items the server holds say what the context's do."""
+    keep = 0
+    for (_, signature), item in zip(held, wanted, strict=False):
+        if signature != item.signature:
+            break
+        keep += 1
+    return keep
+
+
 def plan_sync(held: Sequence[tuple[str, Signature]], wanted: Sequence[Item]) -> SyncPlan:
     """The server holds ``held`` (id, signature), in order; the runtime's context is
     ``wanted``. The longest common prefix stays; the server's items after it are
     deleted and the context's items after it are created (an interrupted reply
     truncated to what was heard, a tool result that replaced nothing: both differ from
     what the server holds, and are replaced)."""
-    keep = 0
-    for (_, signature), item in zip(held, wanted, strict=False):
-        if signature != item.signature:
-            break
-        keep += 1
+    keep = _common_prefix(held, wanted)
     return SyncPlan(keep, [item_id for item_id, _ in held[keep:]], list(wanted[keep:]))
 
 
@@ -159,11 +165,7 @@ def plan_truncation(
     ``audio_end_ms`` for ``conversation.item.truncate`` (the heard share of its audio,
     in proportion to the text: the output cut it the same way) and its signature after
     the cut; ``None`` when there is no such item."""
-    keep = 0
-    for (_, signature), item in zip(held, wanted, strict=False):
-        if signature != item.signature:
-            break
-        keep += 1
+    keep = _common_prefix(held, wanted)
     if keep >= len(held) or keep >= len(wanted):
         return None
     item_id, signature = held[keep]
