@@ -7,7 +7,7 @@ Hot paths ask ``wants(name)`` before building an event: most events reach nobody
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any, Protocol
 
 from ..llm.chat_context import ChatContext, ChatItem
@@ -66,27 +66,18 @@ class Transcript:
 
     def add(self, items: Iterable[ChatItem]) -> None:
         """The one writer of the history."""
-        run = self.run
-        if "conversation_item_added" in self.emitter._listeners:
-            if type(items) is list and len(items) == 1:
-                item = items[0]  # the usual case: no list built for one item
-                if self.history._add(item):
-                    self.emit(item_added(item))
-                return
-            for item in self.history.insert(items):
-                self.emit(item_added(item))  # (a run gets it from emit)
-        elif run is not None:
-            if type(items) is list and len(items) == 1:
-                item = items[0]  # the usual case: no list built for one item
-                if self.history._add(item):
-                    run._on_item(item)  # only the run collects it: no event to build
-                return
-            for item in self.history.insert(items):
-                run._on_item(item)
-        elif type(items) is list and len(items) == 1:
-            self.history._add(items[0])  # (the usual case, with nobody listening)
+        history = self.history
+        if type(items) is list and len(items) == 1:
+            item = items[0]  # the usual case: one item, no list built for it
+            added: Sequence[ChatItem] = (item,) if history._add(item) else ()
         else:
-            self.history.insert(items)
+            added = history.insert(items)
+        if "conversation_item_added" in self.emitter._listeners:
+            for item in added:
+                self.emit(item_added(item))  # (a run gets it from emit)
+        elif self.run is not None:
+            for item in added:
+                self.run._on_item(item)  # only the run collects it: no event to build
 
     def speech_created(self, speech: SpeechHandle) -> None:
         """Emit ``speech_created`` (the caller checked ``wants`` first)."""
