@@ -9,6 +9,7 @@ measured figures live in ``bench/sessions.py``).
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import gc
 import tracemalloc
 from typing import Any
@@ -24,6 +25,7 @@ from backline import (
     background,
     function_tool,
 )
+from backline.llm.chat_context import _read_extra, item_to_dict
 from backline.testing import ScriptedLLM, text, tool_calls
 from tests.conftest import cyclic_garbage
 
@@ -210,3 +212,25 @@ async def test_background_traffic_leaves_no_reference_cycles() -> None:
     finally:
         await session.aclose()
     assert leaked == []
+
+
+def test_chat_items_make_their_extra_at_first_use() -> None:
+    """No dict per item until ``extra`` is read; the field's API is a dict's as before."""
+    item = ChatMessage(role="user", content="hi")
+    assert _read_extra(item) is None
+    assert "extra" not in item_to_dict(item)
+    assert _read_extra(item) is None  # serializing does not make one either
+    item.extra["k"] = 1
+    assert item.extra == {"k": 1} and _read_extra(item) is item.extra
+    given = {"background_id": "w"}
+    made = FunctionCall(call_id="c", name="f", arguments="{}", extra=given)
+    assert made.extra is given
+    copied = dataclasses.replace(made, name="g")
+    assert copied.extra == given and copied.id == made.id
+    assert "extra" in {f.name for f in dataclasses.fields(AgentHandoff)}
+    assert dataclasses.asdict(item)["extra"] == {"k": 1}
+    assert "extra={'k': 1}" in repr(item)
+    handoff = AgentHandoff(old_agent=None, new_agent="A")
+    handoff.extra = {"set": True}
+    assert handoff.extra == {"set": True}
+    assert item_to_dict(made)["extra"] == given

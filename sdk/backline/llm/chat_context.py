@@ -7,9 +7,9 @@ import itertools
 import operator
 import os
 import time
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal, TypeAlias
+from typing import Any, Literal, TypeAlias, TypeVar, cast
 
 Role: TypeAlias = Literal["system", "developer", "user", "assistant"]
 
@@ -28,14 +28,54 @@ def _item_id() -> str:
 
 _now = time.time  # (the factory of created_at: no frame of its own per item)
 
+_T = TypeVar("_T")
 
+
+def _extra_made_at_first_use(cls: type[_T]) -> type[_T]:
+    """Give an item class an ``extra`` dict made at its first read, not per item.
+
+    Most items never carry data of their own, and an empty dict per item is 64 bytes
+    (a history holds thousands of items). The field stays a field (the constructor's
+    ``extra=``, ``dataclasses.fields``, ``replace``, ``asdict`` and ``repr``), its slot
+    holds ``None`` until ``extra`` is first read, and that read stores the dict it
+    returns: ``item.extra["k"] = 1`` persists, as with a dict made per item.
+    """
+    slot = cls.__dict__["extra"]  # the slot's descriptor, kept by the property below
+    read, write = slot.__get__, slot.__set__
+
+    def extra(self: Any) -> dict[str, Any]:
+        value: dict[str, Any] | None = read(self)
+        if value is None:
+            value = {}
+            write(self, value)
+        return value
+
+    item_class: Any = cls
+    item_class.extra = property(extra, write, doc="Your own data on this item (a dict).")
+    _raw_extra[cls] = read
+    return cls
+
+
+_raw_extra: dict[type, Callable[[Any], dict[str, Any] | None]] = {}
+
+
+def _read_extra(item: Any) -> dict[str, Any] | None:
+    """An item's ``extra`` without making one (``None`` if it was never read or set)."""
+    return _raw_extra[type(item)](item)
+
+
+# The field's default: no dict until ``extra`` is read (see above).
+_NO_EXTRA: dict[str, Any] = cast("dict[str, Any]", None)
+
+
+@_extra_made_at_first_use
 @dataclass(eq=False, kw_only=True, slots=True)
 class ChatMessage:
     """A message from the user, the assistant, or the system."""
 
     role: Role
     content: str
-    extra: dict[str, Any] = field(default_factory=dict)
+    extra: dict[str, Any] = _NO_EXTRA
     interrupted: bool = False
     id: str = field(default_factory=_item_id)
     created_at: float = field(default_factory=_now)
@@ -46,6 +86,7 @@ class ChatMessage:
         return self.content
 
 
+@_extra_made_at_first_use
 @dataclass(eq=False, kw_only=True, slots=True)
 class FunctionCall:
     """A tool call the model made. ``arguments`` is the raw JSON text."""
@@ -53,12 +94,13 @@ class FunctionCall:
     call_id: str
     name: str
     arguments: str
-    extra: dict[str, Any] = field(default_factory=dict)
+    extra: dict[str, Any] = _NO_EXTRA
     id: str = field(default_factory=_item_id)
     created_at: float = field(default_factory=_now)
     type: Literal["function_call"] = "function_call"
 
 
+@_extra_made_at_first_use
 @dataclass(eq=False, kw_only=True, slots=True)
 class FunctionCallOutput:
     """The result of a tool call, as text the model reads."""
@@ -67,12 +109,13 @@ class FunctionCallOutput:
     name: str
     output: str
     is_error: bool = False
-    extra: dict[str, Any] = field(default_factory=dict)
+    extra: dict[str, Any] = _NO_EXTRA
     id: str = field(default_factory=_item_id)
     created_at: float = field(default_factory=_now)
     type: Literal["function_call_output"] = "function_call_output"
 
 
+@_extra_made_at_first_use
 @dataclass(eq=False, kw_only=True, slots=True)
 class AgentHandoff:
     """A marker in the history: the conversation moved from one agent to another.
@@ -82,7 +125,7 @@ class AgentHandoff:
 
     old_agent: str | None
     new_agent: str
-    extra: dict[str, Any] = field(default_factory=dict)
+    extra: dict[str, Any] = _NO_EXTRA
     id: str = field(default_factory=_item_id)
     created_at: float = field(default_factory=_now)
     type: Literal["agent_handoff"] = "agent_handoff"
@@ -205,7 +248,7 @@ class ChatContext:
             role=role,
             content=content,
             interrupted=interrupted,
-            extra=dict(extra or {}),
+            extra=dict(extra) if extra else _NO_EXTRA,
             created_at=_now() if created_at is None else created_at,
         )
         self.insert(msg)
@@ -284,6 +327,7 @@ def item_to_dict(item: ChatItem) -> dict[str, Any]:
         )
     else:
         base.update(old_agent=item.old_agent, new_agent=item.new_agent)
-    if item.extra:
-        base["extra"] = dict(item.extra)
+    extra = _read_extra(item)
+    if extra:
+        base["extra"] = dict(extra)
     return base
