@@ -699,3 +699,44 @@ def test_records_from_many_threads_are_all_written(conv_log: ConversationLog, db
     assert conv_log.flush(WAIT)
     assert rows(db, "SELECT count(*) FROM sessions") == [(2000,)]
     assert conv_log.dropped == 0
+
+
+class Billing(Agent):
+    def __init__(self) -> None:
+        super().__init__("You handle billing.")
+
+
+class Reception(Agent):
+    def __init__(self) -> None:
+        super().__init__("You route callers.")
+
+    @tool
+    async def to_billing(self) -> tuple[str, Agent]:
+        """Transfer to billing."""
+        return "Transferring you.", Billing()
+
+
+async def test_each_turn_names_the_agent_that_spoke_across_a_handoff(
+    conv_log: ConversationLog, db: Path
+) -> None:
+    llm = ScriptedLLM(
+        [text("Reception here."), tool_calls(("to_billing", {})), text("Billing here.")]
+    )
+    async with Session(llm) as session:
+        attach_log(session, conv_log)
+        await session.start(Reception())
+        await session.run(user_input="hello")
+        await session.run(user_input="my bill")  # (the handoff: no reply of its own)
+        await session.run(user_input="it is wrong")
+        # The turn ended (the agent listens): its records are queued, not held back.
+        assert conv_log.flush(WAIT)
+        turns = rows(db, "SELECT speaker, agent, text FROM turns ORDER BY at, id")
+        assert turns == [
+            ("user", None, "hello"),
+            ("agent", "Reception", "Reception here."),
+            ("user", None, "my bill"),
+            ("user", None, "it is wrong"),
+            ("agent", "Billing", "Billing here."),
+        ]
+        handoffs = rows(db, "SELECT old, new FROM state_changes WHERE subject = 'handoff'")
+        assert handoffs == [("Reception", "Billing")]

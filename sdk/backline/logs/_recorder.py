@@ -1,7 +1,12 @@
-"""``SessionRecorder``: turns a session's events into conversation-log records.
+"""``SessionRecorder``: turns a session's conversation into conversation-log records.
 
-It only listens (``session.on``) and queues records: it never changes the session,
-never blocks the event loop, and a listener that fails is logged by the emitter.
+It only takes note and queues: it never changes the session, never blocks the event
+loop. A turn's facts (items, the agent's states, model requests) come to it directly
+(``session.add_recorder``: no event is built for it) and are noted as small tuples;
+the rest comes as events (``session.on``). What was noted goes to the log as one
+queued entry per turn (at the turn's end, when the agent is listening again), or at
+once with any other event, and the log's writer thread makes the records from it
+(``_facts``: long texts cut there, off the event loop).
 """
 
 from __future__ import annotations
@@ -17,10 +22,18 @@ from typing import TYPE_CHECKING, Any
 
 from ..background.runtime import background_of
 from ..limits import truncate_text
-from ..llm.chat_context import AgentHandoff, ChatMessage, FunctionCall, FunctionCallOutput
-from ..llm.llm import llm_label
-from ..voice.events import ErrorEvent
-from . import _schema
+from ..llm.chat_context import (
+    AgentHandoff,
+    ChatItem,
+    ChatMessage,
+    FunctionCall,
+    FunctionCallOutput,
+)
+from ..llm.llm import LLM, Usage, llm_label
+from ..voice.events import AgentState, ErrorEvent
+from ..voice.recorders import RequestStatus
+from . import _facts, _schema
+from ._facts import Facts
 from ._store import ConversationLog
 
 if TYPE_CHECKING:
@@ -28,14 +41,11 @@ if TYPE_CHECKING:
     from ..voice.session import Session
 
 _EVENTS: tuple[EventName, ...] = (
-    "conversation_item_added",
-    "agent_state_changed",
     "user_state_changed",
     "background_message",
     "background_reply",
     "background_state",
     "background_status",
-    "llm_metrics",
     "error",
     "close",
 )
@@ -47,15 +57,19 @@ class ConversationLogError(Exception):
     writer finds out; the conversation goes on)."""
 
 
+_FLUSH_AT = 512
+"""Noted fields (``_facts``: a flat list) handed to the log even if the turn has not ended."""
+
+
 class SessionRecorder:
     """Writes one session's conversation to a ``ConversationLog``.
 
     ``meta``: what the session row says (``front_end``, ``llm``, ``model``, ``agent``,
     ``backgrounds``, ``options``: a JSON-able dict, to which the session's own
-    ``user_away_signal`` is added). A row is opened at the first event (a session built but never
-    started leaves none) and closed at the ``close`` event; a conversation in which
-    nothing was said (no turn) is removed then. A restarted session gets a new row.
-    ``session_id`` is the current row's id.
+    ``user_away_signal`` is added). A row is opened at the first fact or event (a
+    session built but never started leaves none) and closed at the ``close`` event; a
+    conversation in which nothing was said (no turn) is removed then. A restarted
+    session gets a new row. ``session_id`` is the current row's id.
 
     What goes wrong with the log (``ConversationLog.trouble``) is emitted on the
     session as an ``error`` event (``source="log"``) once, as soon as the log's writer
@@ -68,32 +82,33 @@ class SessionRecorder:
         self._meta = meta
         self._limit = log.limits.log_text_chars
         self.session_id: str | None = None
+        self._facts: list[Any] = []  # noted (``_facts``: flat), not yet handed to the log
         self._dropped = 0
         self._turns = 0  # said in the current row
+        self._agent: str | None = None  # the current agent's label
         self._reported = False
         self._loop: asyncio.AbstractEventLoop | None = None
-        # Each event name straight to its handler (no dispatch per event): a text turn
-        # sends six of them.
+        # Each event name straight to its handler (no dispatch per event).
         self._listening: dict[EventName, Callable[[Any], None]] = {
-            "conversation_item_added": self._item,
-            "agent_state_changed": self._agent_state,
             "user_state_changed": self._user_state,
             "background_message": self._background_message,
             "background_reply": self._background_reply,
             "background_state": self._background_state,
             "background_status": self._background_status,
-            "llm_metrics": self._llm_metrics,
             "error": self._error,
             "close": self._close,
         }
         assert tuple(self._listening) == _EVENTS
         for name, handler in self._listening.items():
             session.on(name, handler)
+        session.add_recorder(self)
 
     def detach(self) -> None:
-        """Stop recording (the current row stays open)."""
+        """Stop recording (the current row stays open; what was noted is queued)."""
+        self._session.remove_recorder(self)
         for name, handler in self._listening.items():
             self._session.off(name, handler)
+        self._flush()
         self._log.remove_listener(self._on_trouble)
 
     # -- plumbing -----------------------------------------------------------------------
@@ -104,6 +119,7 @@ class SessionRecorder:
         if not self._reported and log.trouble is not None:
             self._report(log.trouble)  # known before this session's first event
         if not log._usable:
+            self._facts.clear()
             return None
         if self.session_id is None:
             self._open_row()
@@ -135,9 +151,21 @@ class SessionRecorder:
             return self._ready()
         return sid
 
+    def _flush(self) -> None:
+        """Hand what was noted to the log, as one entry."""
+        facts = self._facts
+        sid = self.session_id
+        if not facts or sid is None:
+            return
+        self._facts = []
+        batch = Facts(sid, self._limit, facts)
+        if not self._log.submit(batch):
+            self._dropped += len(batch)
+
     def _put(self, statement: str, *params: Any) -> None:
-        if not self._log.submit((statement, params)):
-            self._dropped += 1
+        """A record made now, queued at once with what was noted before it."""
+        self._facts += (_facts.made, (statement, params))
+        self._flush()
 
     def _text(self, text: str, what: str) -> str:
         return truncate_text(text, self._limit, what)[0]
@@ -147,35 +175,35 @@ class SessionRecorder:
 
         self.session_id = sid = uuid.uuid4().hex[:12]
         self._turns = 0
+        self._agent = self._agent_label()  # then each handoff says who speaks
         with contextlib.suppress(RuntimeError):  # events come on the session's loop
             self._loop = asyncio.get_running_loop()
         self._log.add_listener(self._on_trouble)
         meta = self._meta
         llm_name, model = llm_label(self._session.llm)
-        self._put(
-            _schema.INSERT_SESSION,
+        options = {
+            **(meta.get("options") or {}),
+            "user_away_signal": self._session.user_away_signal,
+        }
+        row = (
             sid,
             time.time(),
             meta.get("front_end"),
             meta.get("llm") or llm_name,
             model or meta.get("model"),
-            meta.get("agent") or self._agent_label(),
+            meta.get("agent") or self._agent,
             os.getcwd(),
             __version__,
-            json.dumps(
-                {
-                    **(meta.get("options") or {}),
-                    "user_away_signal": self._session.user_away_signal,
-                },
-                sort_keys=True,
-            ),
+            json.dumps(options, sort_keys=True),
         )
+        # Noted first: every later fact of the row refers to it.
+        self._facts += (_facts.made, (_schema.INSERT_SESSION, row))
         manager = background_of(self._session)
         backgrounds: Sequence[str] = meta.get("backgrounds") or (
             manager.sorted_ids() if manager is not None else ()
         )
         for name in backgrounds:
-            self._put(_schema.INSERT_SESSION_BACKGROUND, sid, name)
+            self._facts += (_facts.made, (_schema.INSERT_SESSION_BACKGROUND, (sid, name)))
 
     def _agent_label(self) -> str | None:
         try:
@@ -183,83 +211,80 @@ class SessionRecorder:
         except RuntimeError:
             return None
 
-    # -- events -------------------------------------------------------------------------
-    def _item(self, event: Any) -> None:
-        sid = self._sid()
-        if sid is None:
+    # -- a turn's facts (ConversationRecorder) -------------------------------------------
+    def item_added(self, item: ChatItem) -> None:
+        # (the hot path: no call that can be saved, ``_sid()`` inlined; each fact's
+        # fields go into one flat list, no object kept per fact: see ``_facts``)
+        if (self.session_id is None or not self._log._usable) and self._ready() is None:
             return
-        item = event.item
+        facts = self._facts
         if isinstance(item, ChatMessage):
             if item.role == "user" and "background_id" not in item.extra:
                 self._turns += 1
-                self._put(
-                    _schema.INSERT_TURN,
-                    sid,
-                    item.created_at,
-                    "user",
-                    None,
-                    self._text(item.content, "a turn"),
-                    0,
-                    item.id,
-                )
+                facts += (_facts.turn, item.created_at, "user", None, item.content, 0, item.id)
             elif item.role == "assistant":
                 self._turns += 1
-                self._put(
-                    _schema.INSERT_TURN,
-                    sid,
-                    item.created_at,
-                    "agent",
-                    self._agent_label(),
-                    self._text(item.content, "a turn"),
-                    int(item.interrupted),
-                    item.id,
-                )
+                label = self._agent  # (read once, then told by each handoff)
+                if label is None:
+                    label = self._agent = self._agent_label()
+                interrupted = int(item.interrupted)
+                at, text, item_id = item.created_at, item.content, item.id
+                facts += (_facts.turn, at, "agent", label, text, interrupted, item_id)
         elif isinstance(item, FunctionCall):
-            self._put(
-                _schema.INSERT_TOOL_CALL,
-                sid,
-                item.created_at,
-                item.call_id,
-                item.name,
-                self._text(item.arguments, "tool arguments"),
-            )
+            facts += (_facts.tool_call, item.created_at, item.call_id, item.name, item.arguments)
         elif isinstance(item, FunctionCallOutput):
-            self._put(
-                _schema.INSERT_TOOL_OUTPUT,
-                sid,
-                item.created_at,
-                item.call_id,
-                item.name,
-                self._text(item.output, "a tool output"),
-                int(item.is_error),
-            )
+            at, call_id, name, is_error = item.created_at, item.call_id, item.name, item.is_error
+            facts += (_facts.tool_output, at, call_id, name, item.output, int(is_error))
         elif isinstance(item, AgentHandoff):
-            self._put(
-                _schema.INSERT_STATE,
-                sid,
-                item.created_at,
-                "handoff",
-                None,
-                item.old_agent,
-                item.new_agent,
-                None,
-            )
+            old, new = item.old_agent, item.new_agent
+            self._agent = new
+            facts += (_facts.state, item.created_at, "handoff", None, old, new, None)
+        if len(facts) >= _FLUSH_AT:
+            self._flush()
 
-    def _agent_state(self, event: Any) -> None:
-        sid = self._sid()
-        if sid is None:
+    def agent_state_changed(self, old: AgentState, new: AgentState) -> None:
+        if (self.session_id is None or not self._log._usable) and self._ready() is None:
             return
-        self._put(
-            _schema.INSERT_STATE,
-            sid,
-            time.time(),
-            "agent",
-            None,
-            event.old,
-            event.new,
-            None,
-        )
+        facts = self._facts
+        facts += (_facts.state, time.time(), "agent", None, old, new, None)
+        if new == "listening" or len(facts) >= _FLUSH_AT:
+            self._flush()  # the turn ended: one entry for the log
 
+    def llm_request(
+        self,
+        llm: LLM,
+        speech_id: str,
+        *,
+        started: float,
+        first: float | None,
+        first_audio: float | None,
+        ended: float,
+        usage: Usage | None,
+        status: RequestStatus,
+    ) -> None:
+        if (self.session_id is None or not self._log._usable) and self._ready() is None:
+            return
+        model = getattr(llm, "model", None)  # (llm_label's rule, applied by the writer)
+        tokens_in = None if usage is None else usage.input_tokens
+        tokens_out = None if usage is None else usage.output_tokens
+        facts = self._facts
+        facts += (
+            _facts.request,
+            time.time(),
+            speech_id,
+            type(llm).__name__,
+            model,
+            started,
+            first,
+            ended,
+            tokens_in,
+            tokens_out,
+            status,
+        )
+        if len(facts) >= _FLUSH_AT:
+            self._flush()
+
+    # -- events -------------------------------------------------------------------------
     def _user_state(self, event: Any) -> None:
         sid = self._sid()
         if sid is None:
@@ -326,25 +351,6 @@ class SessionRecorder:
             None,
             event.status,
             event.error,
-        )
-
-    def _llm_metrics(self, m: Any) -> None:
-        sid = self._sid()
-        if sid is None:
-            return
-        self._put(
-            _schema.INSERT_LLM_REQUEST,
-            sid,
-            time.time(),
-            m.speech_id,
-            m.llm,
-            m.model,
-            m.ttft,
-            m.duration,
-            m.input_tokens,
-            m.output_tokens,
-            m.tokens_per_second,
-            m.status,
         )
 
     def _error(self, event: Any) -> None:

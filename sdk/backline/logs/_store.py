@@ -22,7 +22,7 @@ from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from ..limits import DEFAULT_LIMITS, Limits
 from . import _files, _schema
@@ -31,6 +31,16 @@ log = logging.getLogger("backline.logs")
 
 Record = tuple[str, tuple[Any, ...]]
 """``(statement, params)``: one write (the statements are in ``_schema``)."""
+
+
+class Records(Protocol):
+    """Records made on the writer thread (``records()``), from what the event loop
+    noted: the loop queues one entry, the writer does the formatting."""
+
+    def __len__(self) -> int: ...
+
+    def records(self) -> list[Record]: ...
+
 
 LOG_ENV = "BACKLINE_LOG"
 """``0`` (or ``false``, ``no``, ``off``) turns the conversation log off."""
@@ -193,9 +203,10 @@ class ConversationLog:
                 self._listeners.remove(callback)
 
     # -- the event loop's side ---------------------------------------------------------
-    def submit(self, record: Record) -> bool:
-        """Queue one write; ``False`` if it was dropped (a full queue, a closed or failed
-        log). Never blocks."""
+    def submit(self, record: Record | Records) -> bool:
+        """Queue one write (or several, made on the writer thread: ``Records``);
+        ``False`` if it was dropped (a full queue, a closed or failed log). Never
+        blocks."""
         if not self._usable:
             return False
         if self._thread is None:
@@ -333,7 +344,7 @@ class ConversationLog:
                 batch: list[Any] = []
                 while self._pending and len(batch) < self.limits.log_batch_size:
                     batch.append(self._pending.popleft())
-                records = [r for r in batch if isinstance(r, tuple)]
+                records = self._records(batch)
                 if conn is not None and records:
                     conn = self._write(conn, records)
                 elif records:
@@ -346,6 +357,19 @@ class ConversationLog:
         finally:
             if conn is not None:
                 conn.close()
+
+    def _records(self, batch: list[Any]) -> list[Record]:
+        records: list[Record] = []
+        for item in batch:
+            if type(item) is tuple:
+                records.append(item)
+            elif item is not _STOP and not isinstance(item, _Barrier):
+                try:
+                    records += item.records()
+                except Exception:  # a bug making them must not stop the writer
+                    log.exception("conversation log records could not be made")
+                    self._dropped_write += len(item)
+        return records
 
     def _sleep_until_pending(self) -> None:
         while not self._pending:

@@ -29,6 +29,7 @@ from .events import (
 from .io import InMemoryTextOutput, PlayoutResult, TextOutput
 from .observers import SessionObserver, add_session_observer, remove_session_observer
 from .parts import ReplyStatus, SessionPart
+from .recorders import ConversationRecorder
 from .run_context import RunContext
 from .run_result import (
     AgentHandoffRunEvent,
@@ -58,6 +59,7 @@ __all__ = [
     "BackgroundStatus",
     "CloseEvent",
     "ConversationItemAdded",
+    "ConversationRecorder",
     "ErrorEvent",
     "Event",
     "EventAssert",

@@ -16,7 +16,6 @@ from ..llm.llm import AudioDelta, LLMStream, TextDelta, ToolCallChunk, Usage
 from ..llm.tools import FunctionTool, NamedToolChoice, ToolChoice
 from ..tasks import CancelWhenDone, cancel_and_wait
 from ._activity import AgentActivity
-from ._metrics import llm_metrics
 from ._tool_runner import CANCELLED_OUTPUT, CallState, ToolOutcome, error_output
 from .agent import Agent, AgentTask
 from .events import ErrorEvent, FunctionToolsExecuted
@@ -218,8 +217,9 @@ async def consume(
         session = activity.session
         output = session._output
         llm = activity.agent._llm or session.llm
-        # Timed only when someone listens for the request's metrics.
-        timed = session._transcript.wants("llm_metrics")
+        # Timed only when someone listens for the request's metrics (or records them).
+        transcript = session._transcript
+        timed = bool(transcript.recorders) or transcript.wants("llm_metrics")
         clock = asyncio.get_running_loop().time if timed else time.monotonic
         started = clock() if timed else 0.0
         first: float | None = None
@@ -282,18 +282,16 @@ async def consume(
         finally:
             if step.text_at is not None:
                 output.flush()
-            if timed and session._transcript.wants("llm_metrics"):
-                session.emit(
-                    llm_metrics(
-                        llm,
-                        speech.id,
-                        started=started,
-                        first=first,
-                        first_audio=first_audio,
-                        ended=clock(),
-                        usage=step.usage,
-                        status=status,
-                    )
+            if timed:
+                transcript.llm_request(
+                    llm,
+                    speech.id,
+                    started=started,
+                    first=first,
+                    first_audio=first_audio,
+                    ended=clock(),
+                    usage=step.usage,
+                    status=status,
                 )
     except asyncio.CancelledError:
         if guard.end() and not guard.cancelled_from_outside():

@@ -1,5 +1,6 @@
-"""The record of one conversation: the history (one writer), the events, and the
-``session.run()`` in progress, which collects both.
+"""The record of one conversation: the history (one writer), the events, the
+``session.run()`` in progress, which collects both, and the recorders, told a turn's
+facts directly (``recorders.ConversationRecorder``).
 
 Hot paths ask ``wants(name)`` before building an event: most events reach nobody
 (no listener, no run collecting them), and then nothing is built.
@@ -7,10 +8,13 @@ Hot paths ask ``wants(name)`` before building an event: most events reach nobody
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any, Protocol
 
 from ..llm.chat_context import ChatContext, ChatItem
+from ..llm.llm import LLM, Usage
+from ._metrics import llm_metrics
 from .events import (
     AgentState,
     AgentStateChanged,
@@ -20,7 +24,10 @@ from .events import (
     EventName,
     SpeechCreated,
 )
+from .recorders import ConversationRecorder, RequestStatus
 from .speech_handle import SpeechHandle
+
+logger = logging.getLogger("backline")
 
 # The events a run() collects (RunResult._on_event): the others are built for it only
 # when someone listens.
@@ -41,12 +48,20 @@ class Transcript:
     """The history, the event listeners, and the run collecting them (see the module
     doc). The session keeps one for its whole life (a restart keeps both)."""
 
-    __slots__ = ("emitter", "history", "run")
+    __slots__ = ("emitter", "history", "recorders", "run")
 
     def __init__(self) -> None:
         self.history = ChatContext()
         self.emitter = EventEmitter()
         self.run: RunCollector | None = None
+        self.recorders: tuple[ConversationRecorder, ...] = ()
+
+    def add_recorder(self, recorder: ConversationRecorder) -> None:
+        if recorder not in self.recorders:
+            self.recorders += (recorder,)
+
+    def remove_recorder(self, recorder: ConversationRecorder) -> None:
+        self.recorders = tuple(r for r in self.recorders if r is not recorder)
 
     def on(self, event: EventName, callback: Callable[[Any], Any] | None = None) -> Any:
         return self.emitter.on(event, callback)
@@ -78,6 +93,54 @@ class Transcript:
         elif self.run is not None:
             for item in added:
                 self.run._on_item(item)  # only the run collects it: no event to build
+        for recorder in self.recorders:
+            for item in added:
+                try:
+                    recorder.item_added(item)
+                except Exception:
+                    logger.exception("a conversation recorder raised")
+
+    def llm_request(
+        self,
+        llm: LLM,
+        speech_id: str,
+        *,
+        started: float,
+        first: float | None,
+        first_audio: float | None,
+        ended: float,
+        usage: Usage | None,
+        status: RequestStatus,
+    ) -> None:
+        """One model request ended: ``llm_metrics`` to whoever wants it, and the
+        recorders."""
+        if self.wants("llm_metrics"):
+            self.emit(
+                llm_metrics(
+                    llm,
+                    speech_id,
+                    started=started,
+                    first=first,
+                    first_audio=first_audio,
+                    ended=ended,
+                    usage=usage,
+                    status=status,
+                )
+            )
+        for recorder in self.recorders:
+            try:
+                recorder.llm_request(
+                    llm,
+                    speech_id,
+                    started=started,
+                    first=first,
+                    first_audio=first_audio,
+                    ended=ended,
+                    usage=usage,
+                    status=status,
+                )
+            except Exception:
+                logger.exception("a conversation recorder raised")
 
     def speech_created(self, speech: SpeechHandle) -> None:
         """Emit ``speech_created`` (the caller checked ``wants`` first)."""

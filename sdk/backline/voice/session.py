@@ -42,6 +42,7 @@ from .events import (
 )
 from .io import InMemoryTextOutput, TextOutput
 from .parts import SessionPart
+from .recorders import ConversationRecorder
 from .reply_scheduler import ReplyOwner, ReplyScheduler
 from .run_result import RunResult
 from .speech_handle import SpeechHandle
@@ -222,6 +223,14 @@ class Session(Generic[UserdataT]):
 
     def emit(self, event: Event) -> None:
         self._transcript.emit(event)
+
+    def add_recorder(self, recorder: ConversationRecorder) -> None:
+        """Tell ``recorder`` each fact of a turn directly, as it happens (no event is
+        built for it: see ``backline.voice.recorders``). Added once; kept by a restart."""
+        self._transcript.add_recorder(recorder)
+
+    def remove_recorder(self, recorder: ConversationRecorder) -> None:
+        self._transcript.remove_recorder(recorder)
 
     # -- lifecycle --------------------------------------------------------------
     async def __aenter__(self) -> Session[UserdataT]:
@@ -502,10 +511,16 @@ class Session(Generic[UserdataT]):
                 if new != old and not (self._closing and self._started and not self._closed):
                     # (no churn while closing; the end is true)
                     self._agent_state = new
-                    emitter = self._transcript.emitter
+                    transcript = self._transcript
+                    emitter = transcript.emitter
                     if "agent_state_changed" in emitter._listeners:
                         # (to the listeners only: a run() does not collect states)
                         emitter.emit(state_changed(old, new))
+                    for recorder in transcript.recorders:
+                        try:
+                            recorder.agent_state_changed(old, new)
+                        except Exception:
+                            logger.exception("a conversation recorder raised")
                 away = self._away
                 if self._agent_state == "listening" or away._deadline is not None:
                     away.reevaluate()  # (otherwise it could neither arm nor disarm)

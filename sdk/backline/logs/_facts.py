@@ -1,0 +1,136 @@
+"""A turn's facts, noted on the event loop and made into records on the writer thread.
+
+The recorder notes each fact as its maker followed by its fields (what the loop already
+has in hand, nothing formatted) in one flat list per turn: no object is kept per fact
+(objects that outlive a turn cost the garbage collector on the loop). It hands the log
+one ``Facts`` per turn; the writer thread calls ``records()``, which cuts long texts
+to the log's limit and builds each statement's parameters. Fields are plain values
+(strings, numbers) taken when the fact happened, so what the writer reads cannot
+change under it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from ..limits import truncate_text
+from . import _schema
+from ._store import Record
+
+Maker = Callable[..., Record]
+"""``maker(sid, limit, *fields)`` is a fact's record; a maker takes a fixed number of
+fields, so the flat list reads back without separators."""
+
+
+def turn(
+    sid: str,
+    limit: int,
+    at: float,
+    who: str,
+    agent: str | None,
+    text: str,
+    interrupted: int,
+    item_id: str,
+) -> Record:
+    text = truncate_text(text, limit, "a turn")[0]
+    return _schema.INSERT_TURN, (sid, at, who, agent, text, interrupted, item_id)
+
+
+def tool_call(sid: str, limit: int, at: float, call_id: str, name: str, arguments: str) -> Record:
+    arguments = truncate_text(arguments, limit, "tool arguments")[0]
+    return _schema.INSERT_TOOL_CALL, (sid, at, call_id, name, arguments)
+
+
+def tool_output(
+    sid: str, limit: int, at: float, call_id: str, name: str, output: str, is_error: int
+) -> Record:
+    output = truncate_text(output, limit, "a tool output")[0]
+    return _schema.INSERT_TOOL_OUTPUT, (sid, at, call_id, name, output, is_error)
+
+
+def state(
+    sid: str,
+    limit: int,
+    at: float,
+    kind: str,
+    background_id: str | None,
+    old: str | None,
+    new: str | None,
+    error: str | None,
+) -> Record:
+    return _schema.INSERT_STATE, (sid, at, kind, background_id, old, new, error)
+
+
+def request(
+    sid: str,
+    limit: int,
+    at: float,
+    speech_id: str,
+    llm: str,
+    model: object,
+    started: float,
+    first: float | None,
+    ended: float,
+    input_tokens: int | None,
+    output_tokens: int | None,
+    status: str,
+) -> Record:
+    tokens_per_second = None
+    if output_tokens and first is not None and ended > first:
+        tokens_per_second = output_tokens / (ended - first)
+    ttft = None if first is None else first - started
+    return _schema.INSERT_LLM_REQUEST, (
+        sid,
+        at,
+        speech_id,
+        llm,
+        model if isinstance(model, str) else None,  # (as ``llm_label`` says it)
+        ttft,
+        ended - started,
+        input_tokens,
+        output_tokens,
+        tokens_per_second,
+        status,
+    )
+
+
+def made(sid: str, limit: int, record: Record) -> Record:
+    """A record made on the loop already (the rare events'; the session row's)."""
+    return record
+
+
+_FIELDS: dict[Maker, int] = {
+    maker: maker.__code__.co_argcount - 2
+    for maker in (turn, tool_call, tool_output, state, request, made)
+}
+
+
+class Facts:
+    """One turn's facts for one session row (see the module doc)."""
+
+    __slots__ = ("facts", "limit", "sid")
+
+    def __init__(self, sid: str, limit: int, facts: list[Any]) -> None:
+        self.sid = sid
+        self.limit = limit
+        self.facts = facts  # maker, its fields, maker, its fields, ...
+
+    def __len__(self) -> int:
+        """How many records (read through the list: only when some are dropped)."""
+        facts, count, i = self.facts, 0, 0
+        while i < len(facts):
+            count += 1
+            i += 1 + _FIELDS[facts[i]]
+        return count
+
+    def records(self) -> list[Record]:
+        sid, limit, facts = self.sid, self.limit, self.facts
+        out: list[Record] = []
+        i, end = 0, len(facts)
+        while i < end:
+            maker = facts[i]
+            nxt = i + 1 + _FIELDS[maker]
+            out.append(maker(sid, limit, *facts[i + 1 : nxt]))
+            i = nxt
+        return out
