@@ -50,12 +50,14 @@ class TaskScope:
     a failure there is the owner's result, not news (it is logged at debug level).
     """
 
-    __slots__ = ("_closed", "_log_failures", "_name", "_tasks", "_when_empty")
+    __slots__ = ("_closed", "_log_failures", "_name", "_one", "_tasks", "_when_empty")
 
     def __init__(self, name: str, *, log_failures: bool = True) -> None:
         self._name = name
         self._log_failures = log_failures
-        # Made at the first task (most scopes of an idle session hold one or none).
+        # Most scopes of an idle session hold one task or none: one task is kept in a
+        # slot of its own, and the set (about 200 bytes) is made at a second one.
+        self._one: asyncio.Task[Any] | None = None
         self._tasks: set[asyncio.Task[Any]] | None = None
         self._closed = False
         self._when_empty: _WhenEmpty | None = None  # a close waiting for its last task
@@ -65,7 +67,14 @@ class TaskScope:
         return self._closed
 
     def __len__(self) -> int:
-        return len(self._tasks) if self._tasks is not None else 0
+        return (self._one is not None) + (len(self._tasks) if self._tasks is not None else 0)
+
+    def _all(self) -> list[asyncio.Task[Any]]:
+        """Its tasks that have not ended (a new list)."""
+        tasks = list(self._tasks) if self._tasks else []
+        if self._one is not None:
+            tasks.append(self._one)
+        return tasks
 
     def create_task(
         self,
@@ -79,12 +88,19 @@ class TaskScope:
         if self._closed:
             coro.close()
             raise RuntimeError(f"{self._name} is closed")
-        task = asyncio.get_running_loop().create_task(coro, name=name)
-        if self._tasks is None:
-            self._tasks = set()
-        self._tasks.add(task)
+        # One copy of the caller's context, for the task and its done callback
+        # (add_done_callback would make another: one object per task, kept as long
+        # as the task runs).
+        context = contextvars.copy_context()
+        task = asyncio.get_running_loop().create_task(coro, name=name, context=context)
+        if self._one is None:
+            self._one = task
+        else:
+            if self._tasks is None:
+                self._tasks = set()
+            self._tasks.add(task)
         if done is None:
-            task.add_done_callback(self._discard)
+            task.add_done_callback(self._discard, context=context)
         else:
 
             def ended(t: asyncio.Task[T]) -> None:
@@ -96,7 +112,9 @@ class TaskScope:
 
     def _discard(self, task: asyncio.Task[Any]) -> None:
         tasks = self._tasks
-        if tasks is not None:
+        if self._one is task:
+            self._one = None
+        elif tasks is not None:
             tasks.discard(task)
         if task.cancelled():
             forget_cancellation(task)
@@ -104,26 +122,26 @@ class TaskScope:
             exc = task.exception()
             level = logging.ERROR if self._log_failures else logging.DEBUG
             logger.log(level, "task %s of %s failed", task.get_name(), self._name, exc_info=exc)
-        if self._when_empty is not None and not tasks:
+        if self._when_empty is not None and self._one is None and not tasks:
             self._when_empty(self)
 
     def live(self) -> bool:
         """Whether one of its tasks has not finished."""
-        return any(not t.done() for t in self._tasks or ())
+        return any(not t.done() for t in self._all())
 
     def cancel(self, spare: tuple[asyncio.Task[Any] | None, ...] = ()) -> None:
         """Close the scope and cancel its tasks (the calling task too) but ``spare``
         (tasks already told to stop), without waiting: ``when_empty`` waits."""
         self._closed = True
-        for t in self._tasks or ():
+        for t in self._all():
             if not t.done() and t not in spare:
                 t.cancel()
 
     async def aclose(self, timeout: float = CLOSE_TIMEOUT) -> None:
         """Cancel every task and wait for them, at most ``timeout`` seconds."""
         self._closed = True
-        if self._tasks:
-            await cancel_and_wait(self._tasks, timeout=timeout, owner=self._name)
+        if self._one is not None or self._tasks:
+            await cancel_and_wait(self._all(), timeout=timeout, owner=self._name)
 
 
 def forget_cancellation(task: asyncio.Task[Any]) -> None:
@@ -230,7 +248,7 @@ class _WhenEmpty:
         for s in self.scopes:
             if s._when_empty is self:  # the bound: what is still running is abandoned
                 s._when_empty = None
-                for t in s._tasks or ():
+                for t in s._all():
                     if not t.done():
                         logger.warning(
                             "%s: task %s ignored cancellation; abandoned after %.1fs",
@@ -258,7 +276,7 @@ def when_empty(
     thousands of sessions may close at once. ``then`` runs from the event loop, from
     the done callback of the last task to end (that task's later callbacks run after
     it); it must not raise."""
-    waiting = [s for s in scopes if s._tasks]
+    waiting = [s for s in scopes if s._one is not None or s._tasks]
     if waiting:
         _WhenEmpty(waiting, then, timeout, owner)
     else:
@@ -272,7 +290,7 @@ async def emptied(
     or ``timeout`` seconds (then what still runs is logged and abandoned): ``when_empty``
     as an awaitable. A caller that is cancelled stops waiting; the scopes' tasks were
     told to stop already."""
-    if not any(s._tasks for s in scopes):
+    if not any(s._one is not None or s._tasks for s in scopes):
         return
     waiter: asyncio.Future[None] = asyncio.get_running_loop().create_future()
 
