@@ -242,10 +242,17 @@ class BackgroundRuntime:
                 "messages() has a single consumer"
             )
         self._reader = me
+        signal = self._inbox_signal
         try:
             while True:
                 while not self._inbox and not self.closed:
-                    await self._inbox_signal.wait()
+                    # Signal.wait() inlined: no coroutine of its own kept while an idle
+                    # background session waits for its next message.
+                    fut = signal.waiter()
+                    try:
+                        await fut
+                    finally:
+                        signal.discard(fut)
                 if self.closed:
                     return  # what is still waiting is dropped: the session is gone
                 if batch:
