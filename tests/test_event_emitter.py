@@ -77,3 +77,33 @@ def test_a_raising_listener_is_logged_and_the_others_still_run(
 def test_an_unknown_event_name_is_refused() -> None:
     with pytest.raises(ValueError, match="unknown event"):
         EventEmitter().on("nope", lambda e: None)  # type: ignore[arg-type]
+
+
+def test_one_listener_is_kept_without_a_tuple_and_behaves_as_several() -> None:
+    em = EventEmitter()
+    seen: list[str] = []
+
+    def one(_: Any) -> None:
+        seen.append("one")
+
+    def two(_: Any) -> None:
+        seen.append("two")
+
+    def bad(_: Any) -> None:
+        raise RuntimeError("boom")
+
+    em.on("agent_state_changed", one)
+    assert em._listeners["agent_state_changed"] is one  # (no tuple for one listener)
+    em.emit(EVENT)
+    em.on("agent_state_changed", two)
+    em.emit(EVENT)
+    em.off("agent_state_changed", one)
+    assert em._listeners["agent_state_changed"] is two
+    em.emit(EVENT)
+    em.off("agent_state_changed", one)  # not there: nothing changes
+    em.off("agent_state_changed", two)
+    assert not em.has_listeners("agent_state_changed")
+    em.emit(EVENT)
+    em.on("agent_state_changed", bad)
+    em.emit(EVENT)  # a lone listener that raises is logged, not raised
+    assert seen == ["one", "one", "two", "two"]

@@ -245,9 +245,13 @@ class EventEmitter:
     logged and the others still run.
     """
 
-    # A tuple per name, replaced (not changed) by on/off: emit iterates it as it is,
-    # and a callback that registers or removes one mid-emit affects the next emit.
-    _listeners: dict[str, tuple[Callable[[Any], Any], ...]] = field(default_factory=dict)
+    # Per name, the one callback, or a tuple of several (a session's parts listen to
+    # a name each, mostly: a tuple of one is 64 bytes per listener and session),
+    # replaced (not changed) by on/off: emit calls what it read, and a callback that
+    # registers or removes one mid-emit affects the next emit.
+    _listeners: dict[str, Callable[[Any], Any] | tuple[Callable[[Any], Any], ...]] = field(
+        default_factory=dict
+    )
 
     def on(self, name: EventName, callback: F | None = None) -> Any:
         """Register ``callback`` for ``name``; usable as a decorator."""
@@ -257,18 +261,24 @@ class EventEmitter:
             )
 
         def register(cb: F) -> F:
-            self._listeners[name] = (*self._listeners.get(name, ()), cb)
+            self._listeners[name] = (*self._callbacks(name), cb) if name in self._listeners else cb
             return cb
 
         return register(callback) if callback is not None else register
 
+    def _callbacks(self, name: str) -> tuple[Callable[[Any], Any], ...]:
+        listeners = self._listeners.get(name, ())
+        return listeners if isinstance(listeners, tuple) else (listeners,)
+
     def off(self, name: EventName, callback: Callable[[Any], Any]) -> None:
-        listeners = self._listeners.get(name)
-        if listeners and callback in listeners:
+        listeners = self._callbacks(name)
+        if callback in listeners:
             i = listeners.index(callback)
             rest = listeners[:i] + listeners[i + 1 :]
-            if rest:
+            if len(rest) > 1:
                 self._listeners[name] = rest
+            elif rest:
+                self._listeners[name] = rest[0]
             else:
                 del self._listeners[name]  # a name is a key only while someone listens
 
@@ -277,7 +287,13 @@ class EventEmitter:
 
     def emit(self, event: Event) -> None:
         listeners = self._listeners.get(event.type)
-        if not listeners:
+        if listeners is None:
+            return
+        if not isinstance(listeners, tuple):
+            try:
+                listeners(event)
+            except Exception:
+                logger.exception("a %r event listener raised", event.type)
             return
         for cb in listeners:
             try:
