@@ -131,7 +131,9 @@ class Asking:
 
     def __init__(self, host: _Host) -> None:
         self._host = host
-        self._line = asyncio.Lock()  # FIFO: each question waits for the ones before it
+        # FIFO: each question waits for the ones before it (made at the first question:
+        # most backgrounds never ask one).
+        self._line: asyncio.Lock | None = None
         self._answer: asyncio.Future[str] | None = None
         self.question: str | None = None
         """The question the background waits on now (asked, not yet answered)."""
@@ -146,7 +148,10 @@ class Asking:
         seconds = check_timeout(timeout)
         if host.closed:
             raise self._closed_error()
-        async with self._line:
+        line = self._line
+        if line is None:
+            line = self._line = asyncio.Lock()
+        async with line:
             if host.closed:
                 raise self._closed_error()
             # Sent first: what arrives before the question is in context is not its answer.
