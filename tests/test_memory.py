@@ -14,6 +14,8 @@ import gc
 import tracemalloc
 from typing import Any
 
+import pytest
+
 from backline import (
     Agent,
     AgentHandoff,
@@ -25,6 +27,7 @@ from backline import (
     background,
     function_tool,
 )
+from backline.llm import peek_extra
 from backline.llm.chat_context import _read_extra, item_to_dict
 from backline.testing import ScriptedLLM, text, tool_calls
 from tests.conftest import cyclic_garbage
@@ -234,3 +237,19 @@ def test_chat_items_make_their_extra_at_first_use() -> None:
     handoff.extra = {"set": True}
     assert handoff.extra == {"set": True}
     assert item_to_dict(made)["extra"] == given
+
+
+def test_peek_extra_reads_without_making_a_dict() -> None:
+    class Marked(ChatMessage):
+        pass
+
+    plain = ChatMessage(role="user", content="hi")
+    assert dict(peek_extra(plain)) == {} and _read_extra(plain) is None  # none made
+    with pytest.raises(TypeError):
+        peek_extra(plain)["k"] = 1  # type: ignore[index]  # read only
+    marked = ChatMessage(role="user", content="hi", extra={"background_id": "coder"})
+    assert peek_extra(marked)["background_id"] == "coder"
+    sub = Marked(role="user", content="hi")  # a subclass of an item class
+    assert dict(peek_extra(sub)) == {} and _read_extra(sub) is None
+    sub.extra["k"] = 1
+    assert peek_extra(sub) == {"k": 1}

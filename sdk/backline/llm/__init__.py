@@ -19,6 +19,7 @@ from .chat_context import (
     FunctionCallOutput,
     Role,
     item_to_dict,
+    peek_extra,
 )
 from .llm import (
     LLM,
@@ -138,6 +139,7 @@ __all__ = [
     "llm_label",
     "named_tool",
     "pair_tool_calls",
+    "peek_extra",
     "render_tool_output",
     "retry_after_seconds",
     "retryable_status",

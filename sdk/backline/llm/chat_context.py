@@ -7,8 +7,9 @@ import itertools
 import operator
 import os
 import time
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
+from types import MappingProxyType
 from typing import Any, Literal, TypeAlias, TypeVar, cast
 
 Role: TypeAlias = Literal["system", "developer", "user", "assistant"]
@@ -61,7 +62,21 @@ _raw_extra: dict[type, Callable[[Any], dict[str, Any] | None]] = {}
 
 def _read_extra(item: Any) -> dict[str, Any] | None:
     """An item's ``extra`` without making one (``None`` if it was never read or set)."""
-    return _raw_extra[type(item)](item)
+    read = _raw_extra.get(type(item))
+    if read is None:  # a subclass of an item class
+        read = next(_raw_extra[c] for c in type(item).__mro__ if c in _raw_extra)
+    return read(item)
+
+
+_NOTHING: Mapping[str, Any] = MappingProxyType({})
+
+
+def peek_extra(item: ChatItem) -> Mapping[str, Any]:
+    """``item.extra`` to read only, without making it: the item's dict, or an empty
+    mapping when it has none yet (for code that looks at every item: a read of
+    ``extra`` makes the dict it returns)."""
+    extra = _read_extra(item)
+    return _NOTHING if extra is None else extra
 
 
 # The field's default: no dict until ``extra`` is read (see above).

@@ -28,6 +28,7 @@ from ..llm.chat_context import (
     ChatMessage,
     FunctionCall,
     FunctionCallOutput,
+    peek_extra,
 )
 from ..llm.llm import LLM, Usage, llm_label
 from ..voice.events import AgentState, ErrorEvent
@@ -219,7 +220,7 @@ class SessionRecorder:
             return
         facts = self._facts
         if isinstance(item, ChatMessage):
-            if item.role == "user" and "background_id" not in item.extra:
+            if item.role == "user" and "background_id" not in peek_extra(item):
                 self._turns += 1
                 facts += (_facts.turn, item.created_at, "user", None, item.content, 0, item.id)
             elif item.role == "assistant":

@@ -24,7 +24,7 @@ from starlette.websockets import WebSocket, WebSocketDisconnect
 from ..._queue import BoundedQueue, QueueFull
 from ...limits import DEFAULT_LIMITS, Limits
 from ...llm import close_llm
-from ...llm.chat_context import AgentHandoff, ChatMessage, FunctionCall
+from ...llm.chat_context import AgentHandoff, ChatMessage, FunctionCall, peek_extra
 from ...tasks import TaskScope, cancel_and_wait, done_within, first_completed
 from .._alerts import TONES
 from .._diagnostics import describe_error
@@ -235,7 +235,7 @@ class WebTab:
     def _on_item(self, ev: Any) -> None:
         item = ev.item
         if isinstance(item, ChatMessage):
-            if item.role == "user" and "background_id" not in item.extra:
+            if item.role == "user" and "background_id" not in peek_extra(item):
                 self._send(protocol.transcript("user", item.id, item.content))
             elif item.role == "assistant":
                 self._send(self._agent_entry(item))
