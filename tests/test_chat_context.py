@@ -67,3 +67,35 @@ def test_remove_and_to_dicts() -> None:
 def test_ids_are_unique() -> None:
     ids = {ChatMessage(role="user", content="x").id for _ in range(1000)}
     assert len(ids) == 1000
+
+
+def test_a_new_item_inserted_twice_is_kept_once_before_its_id_is_read() -> None:
+    ctx = ChatContext()
+    a = ChatMessage(role="user", content="a", created_at=1.0)
+    b = ChatMessage(role="user", content="b", created_at=1.0)  # the same stamp
+    c = ChatMessage(role="user", content="c", created_at=2.0)
+    assert ctx.insert([a, b, c]) == [a, b, c]
+    assert ctx.insert(a) == [] and ctx.insert(b) == [] and ctx.insert(c) == []
+    assert ctx.items == [a, b, c]
+    early = ChatMessage(role="user", content="early", created_at=0.5)
+    assert ctx.insert(early) == [early] and ctx.insert(early) == []
+    assert ctx.items == [early, a, b, c]
+
+
+def test_an_item_whose_id_was_read_is_still_found_and_not_doubled() -> None:
+    import dataclasses
+
+    ctx = ChatContext()
+    a = ChatMessage(role="user", content="a", created_at=1.0)
+    ctx.insert(a)
+    twin = dataclasses.replace(a)  # reads a's id: the same id, another object
+    assert ctx.insert(twin) == []  # an id already present
+    assert ctx.get(a.id) is a and ctx.index_by_id(a.id) == 0
+    later = ChatMessage(role="user", content="later", created_at=2.0)
+    ctx.insert(later)
+    copy = ctx.copy()
+    assert copy.get(later.id) is later and len(copy) == 2
+    ctx.remove([a.id])
+    assert ctx.items == [later] and a.id not in ctx
+    filtered = copy.copy(exclude_function_calls=True)
+    assert filtered.get(a.id) is a

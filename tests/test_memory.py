@@ -253,3 +253,38 @@ def test_peek_extra_reads_without_making_a_dict() -> None:
     assert dict(peek_extra(sub)) == {} and _read_extra(sub) is None
     sub.extra["k"] = 1
     assert peek_extra(sub) == {"k": 1}
+
+
+def test_an_item_makes_its_id_at_first_read_and_keeps_it() -> None:
+    from backline.llm.chat_context import _read_id
+
+    a, b = ChatMessage(role="user", content="a"), ChatMessage(role="user", content="b")
+    assert _read_id(a) is None  # no id made yet
+    first = a.id
+    assert first.startswith("item_") and a.id is first and _read_id(a) == first
+    assert b.id != first  # unique in the process
+    given = FunctionCall(call_id="c", name="f", arguments="{}", id="mine")
+    assert given.id == "mine"
+    copy = dataclasses.replace(a, content="a2")
+    assert copy.id == first  # a copy keeps the id, as before
+    # ``type`` is the class's: no slot per item, and not a constructor field.
+    assert ChatMessage.type == "message" and a.type == "message"
+    assert "type" not in {f.name for f in dataclasses.fields(ChatMessage)}
+
+
+async def test_a_history_of_new_items_makes_no_ids_and_no_index() -> None:
+    from backline.llm.chat_context import _read_id
+
+    async with Session(ScriptedLLM([text("one"), text("two")])) as session:
+        await session.start(Agent(instructions="Be brief."))
+        session.push_user_turn("first")
+        assert await session.wait_for_idle(timeout=5)
+        session.push_user_turn("second")
+        assert await session.wait_for_idle(timeout=5)
+        history = session.history
+        assert [_read_id(it) for it in history.items] == [None] * 4
+        assert history._by_id == {}
+        # Looked up: the ids are made then, and found.
+        last = history.items[-1]
+        assert history.get(last.id) is last and last.id in history
+        assert history.index_by_id(last.id) == 3

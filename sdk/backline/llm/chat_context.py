@@ -10,7 +10,7 @@ import time
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from types import MappingProxyType
-from typing import Any, Literal, TypeAlias, TypeVar, cast
+from typing import Any, ClassVar, Literal, TypeAlias, TypeVar, cast
 
 Role: TypeAlias = Literal["system", "developer", "user", "assistant"]
 
@@ -60,6 +60,42 @@ def _extra_made_at_first_use(cls: type[_T]) -> type[_T]:
 _raw_extra: dict[type, Callable[[Any], dict[str, Any] | None]] = {}
 
 
+def _id_made_at_first_read(cls: type[_T]) -> type[_T]:
+    """Give an item class an ``id`` made at its first read, not per item.
+
+    An id is a string of about 68 bytes, and most items are never asked for theirs (a
+    history is appended to, and an index by id is made only when someone looks an id
+    up: ``ChatContext``). The field stays a field, as ``extra`` does (above); its slot
+    holds ``None`` until ``id`` is first read, and that read makes the id (unique in
+    the process, as ever) and keeps it: an item's id never changes once seen.
+    """
+    slot = cls.__dict__["id"]
+    read, write = slot.__get__, slot.__set__
+
+    def item_id(self: Any) -> str:
+        value: str | None = read(self)
+        if value is None:
+            value = _item_id()
+            write(self, value)
+        return value
+
+    item_class: Any = cls
+    item_class.id = property(item_id, write, doc="The item's id (unique in the process).")
+    _raw_ids[cls] = read
+    return cls
+
+
+_raw_ids: dict[type, Callable[[Any], str | None]] = {}
+
+
+def _read_id(item: Any) -> str | None:
+    """An item's id without making one (``None`` if nobody has read it yet)."""
+    read = _raw_ids.get(type(item))
+    if read is None:  # a subclass of an item class
+        read = next(_raw_ids[c] for c in type(item).__mro__ if c in _raw_ids)
+    return read(item)
+
+
 def _read_extra(item: Any) -> dict[str, Any] | None:
     """An item's ``extra`` without making one (``None`` if it was never read or set)."""
     read = _raw_extra.get(type(item))
@@ -79,10 +115,13 @@ def peek_extra(item: ChatItem) -> Mapping[str, Any]:
     return _NOTHING if extra is None else extra
 
 
-# The field's default: no dict until ``extra`` is read (see above).
+# The fields' defaults: no dict until ``extra`` is read, no id until ``id`` is (above).
+# An item's ``type`` is its class's (a class attribute, not a field: no slot per item).
 _NO_EXTRA: dict[str, Any] = cast("dict[str, Any]", None)
+_NO_ID: str = cast("str", None)
 
 
+@_id_made_at_first_read
 @_extra_made_at_first_use
 @dataclass(eq=False, kw_only=True, slots=True)
 class ChatMessage:
@@ -92,15 +131,16 @@ class ChatMessage:
     content: str
     extra: dict[str, Any] = _NO_EXTRA
     interrupted: bool = False
-    id: str = field(default_factory=_item_id)
+    id: str = _NO_ID
     created_at: float = field(default_factory=_now)
-    type: Literal["message"] = "message"
+    type: ClassVar[Literal["message"]] = "message"
 
     @property
     def text_content(self) -> str:
         return self.content
 
 
+@_id_made_at_first_read
 @_extra_made_at_first_use
 @dataclass(eq=False, kw_only=True, slots=True)
 class FunctionCall:
@@ -110,11 +150,12 @@ class FunctionCall:
     name: str
     arguments: str
     extra: dict[str, Any] = _NO_EXTRA
-    id: str = field(default_factory=_item_id)
+    id: str = _NO_ID
     created_at: float = field(default_factory=_now)
-    type: Literal["function_call"] = "function_call"
+    type: ClassVar[Literal["function_call"]] = "function_call"
 
 
+@_id_made_at_first_read
 @_extra_made_at_first_use
 @dataclass(eq=False, kw_only=True, slots=True)
 class FunctionCallOutput:
@@ -125,11 +166,12 @@ class FunctionCallOutput:
     output: str
     is_error: bool = False
     extra: dict[str, Any] = _NO_EXTRA
-    id: str = field(default_factory=_item_id)
+    id: str = _NO_ID
     created_at: float = field(default_factory=_now)
-    type: Literal["function_call_output"] = "function_call_output"
+    type: ClassVar[Literal["function_call_output"]] = "function_call_output"
 
 
+@_id_made_at_first_read
 @_extra_made_at_first_use
 @dataclass(eq=False, kw_only=True, slots=True)
 class AgentHandoff:
@@ -141,9 +183,9 @@ class AgentHandoff:
     old_agent: str | None
     new_agent: str
     extra: dict[str, Any] = _NO_EXTRA
-    id: str = field(default_factory=_item_id)
+    id: str = _NO_ID
     created_at: float = field(default_factory=_now)
-    type: Literal["agent_handoff"] = "agent_handoff"
+    type: ClassVar[Literal["agent_handoff"]] = "agent_handoff"
 
 
 ChatItem: TypeAlias = ChatMessage | FunctionCall | FunctionCallOutput | AgentHandoff
@@ -173,11 +215,16 @@ class ChatContext:
     take changes through ``Agent.update_chat_ctx``.
     """
 
-    __slots__ = ("_by_id", "_items")
+    # The index by id is complete up to the items added while nobody had read their
+    # id (a new item, the usual case): those are in this context only as themselves
+    # (found by identity among the items of their timestamp), and are indexed, their
+    # ids made, from ``_unindexed_from`` on when an id is first looked up.
+    __slots__ = ("_by_id", "_items", "_unindexed_from")
 
     def __init__(self, items: Iterable[ChatItem] = ()) -> None:
         self._items: list[ChatItem] = []
         self._by_id: dict[str, ChatItem] = {}
+        self._unindexed_from: int | None = None
         self.insert(items)
 
     @classmethod
@@ -196,6 +243,8 @@ class ChatContext:
         return iter(self._items)
 
     def __contains__(self, item_id: object) -> bool:
+        if self._unindexed_from is not None:
+            self._index()
         return item_id in self._by_id
 
     def __repr__(self) -> str:
@@ -203,10 +252,12 @@ class ChatContext:
 
     def get(self, item_id: str) -> ChatItem | None:
         """The item with this id, or ``None``."""
+        if self._unindexed_from is not None:
+            self._index()
         return self._by_id.get(item_id)
 
     def index_by_id(self, item_id: str) -> int | None:
-        item = self._by_id.get(item_id)
+        item = self.get(item_id)
         if item is None:
             return None
         # Items with equal timestamps sit together; scan from the leftmost.
@@ -230,18 +281,47 @@ class ChatContext:
             if len(by_id) == len(batch) and _in_order(batch):
                 self._items = batch
                 self._by_id = by_id
+                self._unindexed_from = None
                 return batch.copy()
             items = batch
         add = self._add
         return [item for item in items if add(item)]
 
+    def _index(self) -> None:
+        """Index the items added while their ids were unread (making their ids)."""
+        start, self._unindexed_from = self._unindexed_from, None
+        by_id = self._by_id
+        for item in itertools.islice(self._items, start, None):
+            item_id = item.id
+            if item_id not in by_id:
+                by_id[item_id] = item
+
     def _add(self, item: ChatItem) -> bool:
         """Insert one item by ``created_at``; False if its id is there already."""
+        lst = self._items
+        if _read_id(item) is None:
+            # Nobody has read its id: it is in no index, and in this context only as
+            # this very object, among the items of its timestamp. No id is made.
+            stamp = item.created_at
+            if not lst or lst[-1].created_at < stamp:
+                at = len(lst)
+                lst.append(item)
+            else:
+                at = bisect.bisect_right(lst, stamp, key=_created_at)
+                for i in range(bisect.bisect_left(lst, stamp, key=_created_at), at):
+                    if lst[i] is item:
+                        return False
+                lst.insert(at, item)
+            start = self._unindexed_from
+            if start is None or at < start:
+                self._unindexed_from = at
+            return True
+        if self._unindexed_from is not None:
+            self._index()
         by_id = self._by_id
         item_id = item.id
         if item_id in by_id:
             return False
-        lst = self._items
         if not lst or lst[-1].created_at <= item.created_at:
             lst.append(item)
         else:
@@ -271,6 +351,8 @@ class ChatContext:
 
     def remove(self, item_ids: Iterable[str]) -> None:
         """Remove items by id; unknown ids are ignored."""
+        if self._unindexed_from is not None:
+            self._index()
         ids = {i for i in item_ids if i in self._by_id}
         if not ids:
             return
@@ -292,6 +374,7 @@ class ChatContext:
             # as a dict is several times cheaper than rebuilding it item by item.
             new._items = self._items.copy()
             new._by_id = self._by_id.copy()
+            new._unindexed_from = self._unindexed_from
             return new
         items: list[ChatItem] = self._items
         if exclude_function_calls or exclude_instructions or exclude_handoffs:
@@ -313,6 +396,7 @@ class ChatContext:
             ]
         new._items = list(items)
         new._by_id = {it.id: it for it in new._items}
+        new._unindexed_from = None
         return new
 
     def truncate(self, *, max_items: int) -> None:
@@ -323,6 +407,7 @@ class ChatContext:
         tail = [it for it in self._items[-max_items:] if it not in head]
         self._items = head + tail
         self._by_id = {it.id: it for it in self._items}
+        self._unindexed_from = None
 
     def to_dicts(self) -> list[dict[str, Any]]:
         """The items as plain dicts (for transcripts and front ends)."""
