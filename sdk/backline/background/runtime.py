@@ -20,6 +20,7 @@ from collections.abc import (
     Mapping,
     Sequence,
 )
+from sys import intern  # (a name per session, shared: one string per agent or background)
 from typing import Any
 
 from ..limits import truncate_text
@@ -79,7 +80,7 @@ class BackgroundRuntime:
         self._interrupts: set[asyncio.Task[None]] | None = None  # at the first interrupt
         self._state_cut_logged = False
         self.scheduler = session.reply_scheduler(
-            self, name=f"background session '{definition.id}'", source="background_reply"
+            self, name=intern(f"background session '{definition.id}'"), source="background_reply"
         )
 
     # -- lifecycle ----------------------------------------------------------------
@@ -93,7 +94,7 @@ class BackgroundRuntime:
         if self._task is not None:
             return
         self._task = self.manager.scope.create_task(
-            self._run_entrypoint(), name=f"background {self.definition.id}"
+            self._run_entrypoint(), name=intern(f"background {self.definition.id}")
         )
 
     async def _run_entrypoint(self) -> None:

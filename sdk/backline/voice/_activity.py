@@ -8,6 +8,7 @@ import itertools
 import logging
 import time
 from collections.abc import Awaitable, Callable, Coroutine
+from sys import intern  # (a name per session, shared: one string per agent or background)
 from typing import TYPE_CHECKING, Any
 
 from ..llm.chat_context import ChatItem, ChatMessage
@@ -45,7 +46,7 @@ class AgentActivity:
         self.session = session
         self.agent = agent
         self.runner = runner  # the session's: every tool call of this agent's replies
-        self._scope = TaskScope(f"activity {agent.label}")
+        self._scope = TaskScope(intern(f"activity {agent.label}"))
         self._queue: list[tuple[int, int, SpeechHandle, SpeechWork]] = []
         self._current: SpeechHandle | None = None
         self._wake: asyncio.Future[None] | None = None  # the idle loop waits on it
@@ -152,7 +153,7 @@ class AgentActivity:
         self.agent._activity = self
         self._attach_realtime()
         self._loop_task = self._scope.create_task(
-            self._scheduling_loop(), name=f"{self.agent.label} speech loop"
+            self._scheduling_loop(), name=intern(f"{self.agent.label} speech loop")
         )
         self._started = True
 
