@@ -531,3 +531,23 @@ def test_a_silent_note_sent_during_a_slow_handoff_reaches_the_new_agent() -> Non
     assert world.violations == []
     assert world.handoffs == 2 and world.notes == 1
     assert world.following == [] and world.switch_ends == 2  # checked at its switch's end
+
+
+def test_a_deferred_tool_of_a_retiring_agent_holds_the_away_timer_off_during_its_on_exit() -> None:
+    """Issue 31's session: a falsifying example of the default profile. A deferred job
+    starts (3.5 s), then a handoff retires its agent, whose ``on_exit`` takes 3 s. The
+    job's hold on the user-away timer stayed with the closing agent until its
+    ``on_exit`` returned: owned by no live agent, it counted for no one, and the timer
+    could run while the job worked. It is the session's from the retirement's start."""
+    config = Config(exit_delay=3.0, bg_turn=0.5, bg_silent=False)
+    actions: list[tuple[str, Any]] = [
+        ("turn", "handoff"),
+        ("turn", "handoff"),
+        ("turn", "handoff"),
+        ("turn", "defer"),
+        ("wait", 0.5),
+        ("turn", "handoff"),
+    ]
+    world = run_scenario(config, actions, pauses=[0.0, 0.0, 0.0, 0.0, 0.0, 1.5, 1.5])
+    assert world.violations == []
+    assert len(world.accepted_finals) == 1  # the job ran to its end

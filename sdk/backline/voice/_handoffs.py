@@ -89,10 +89,14 @@ class Switches:
 
     async def retire(self, activity: AgentActivity) -> None:
         """Close an agent that is no longer current, for good."""
+        # Its running tools are the session's from now on: they hold the away timer off
+        # while its on_exit runs too (a hold a closed agent owned would count for no one).
+        away = self._session._away
+        away.move_holds(activity, None)
         await activity.aclose()
         if activity in self.activities:
             self.activities.remove(activity)
-        self._session._away.move_holds(activity, None)  # its running tools are the session's
+        away.move_holds(activity, None)  # (any its closing speech started)
 
     # -- owed switches and held turns ----------------------------------------------------
     def owe_handoff(self) -> None:
