@@ -271,7 +271,13 @@ class EventEmitter:
         return listeners if isinstance(listeners, tuple) else (listeners,)
 
     def off(self, name: EventName, callback: Callable[[Any], Any]) -> None:
-        listeners = self._callbacks(name)
+        listeners = self._listeners.get(name)
+        if listeners is None:
+            return
+        if not isinstance(listeners, tuple):  # the one callback (a part's, usually)
+            if listeners == callback:
+                del self._listeners[name]
+            return
         if callback in listeners:
             i = listeners.index(callback)
             rest = listeners[:i] + listeners[i + 1 :]

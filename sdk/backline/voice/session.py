@@ -219,7 +219,7 @@ class Session(Generic[UserdataT]):
         return self._transcript.on(event, callback)
 
     def off(self, event: EventName, callback: Callable[[Any], Any]) -> None:
-        self._transcript.off(event, callback)
+        self._transcript.emitter.off(event, callback)
 
     def emit(self, event: Event) -> None:
         self._transcript.emit(event)
