@@ -71,7 +71,7 @@ class UserTurns:
                         await activity.agent.on_user_turn_completed(turn_ctx, msg)
                     except StopResponse:
                         if run is not None:
-                            run._input_ids.add(msg.id)
+                            run._inputs.append(msg)
                         activity.record([msg], None)
                         return
                 activity = self._switches.current
@@ -95,6 +95,6 @@ def _default_hook(agent: Agent) -> bool:
 def _take_turn(session: Runtime, activity: AgentActivity, msg: ChatMessage, run: Any) -> None:
     """Store the user's message and queue the current agent's reply to it."""
     if run is not None:
-        run._input_ids.add(msg.id)
+        run._inputs.append(msg)
     activity.record([msg], None)
     generate(activity, source="user_turn", user_turn=msg)

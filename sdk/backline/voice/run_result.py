@@ -65,7 +65,7 @@ class RunResult:
         self.user_input = user_input
         self._events: list[RunEvent] = []
         self._watched: list[SpeechHandle] = []
-        self._input_ids: set[str] = set()
+        self._inputs: list[ChatItem] = []  # the user's messages (by identity: no id made)
         self.errors: list[BaseException] = []
         self._expect: RunAssert | None = None
 
@@ -107,7 +107,7 @@ class RunResult:
     def _on_item(self, item: ChatItem) -> None:
         """An item entered the history (the session calls this directly when nobody
         listens for ``conversation_item_added``)."""
-        if item.id in self._input_ids:
+        if self._inputs and item in self._inputs:  # (items compare by identity)
             return
         if isinstance(item, ChatMessage):
             if item.role not in ("system", "developer"):
