@@ -53,11 +53,8 @@ def _extra_made_at_first_use(cls: type[_T]) -> type[_T]:
 
     item_class: Any = cls
     item_class.extra = property(extra, write, doc="Your own data on this item (a dict).")
-    _raw_extra[cls] = read
+    item_class._extra_or_none = staticmethod(read)  # (inherited by subclasses; one C call)
     return cls
-
-
-_raw_extra: dict[type, Callable[[Any], dict[str, Any] | None]] = {}
 
 
 def _id_made_at_first_read(cls: type[_T]) -> type[_T]:
@@ -93,9 +90,7 @@ def _read_id(item: Any) -> str | None:
 
 def _read_extra(item: Any) -> dict[str, Any] | None:
     """An item's ``extra`` without making one (``None`` if it was never read or set)."""
-    read = _raw_extra.get(type(item))
-    if read is None:  # a subclass of an item class
-        read = next(_raw_extra[c] for c in type(item).__mro__ if c in _raw_extra)
+    read: Callable[[Any], dict[str, Any] | None] = item._extra_or_none
     return read(item)
 
 
@@ -106,7 +101,7 @@ def peek_extra(item: ChatItem) -> Mapping[str, Any]:
     """``item.extra`` to read only, without making it: the item's dict, or an empty
     mapping when it has none yet (for code that looks at every item: a read of
     ``extra`` makes the dict it returns)."""
-    extra = _read_extra(item)
+    extra = type(item)._extra_or_none(item)  # (``_read_extra``, inlined: every item)
     return _NOTHING if extra is None else extra
 
 
@@ -130,6 +125,7 @@ class ChatMessage:
     created_at: float = field(default_factory=_now)
     type: ClassVar[Literal["message"]] = "message"
     _id_or_none: ClassVar[Callable[[Any], str | None]]  # (set below: the id slot's reader)
+    _extra_or_none: ClassVar[Callable[[Any], dict[str, Any] | None]]  # (and extra's)
 
     @property
     def text_content(self) -> str:
@@ -150,6 +146,7 @@ class FunctionCall:
     created_at: float = field(default_factory=_now)
     type: ClassVar[Literal["function_call"]] = "function_call"
     _id_or_none: ClassVar[Callable[[Any], str | None]]  # (set below: the id slot's reader)
+    _extra_or_none: ClassVar[Callable[[Any], dict[str, Any] | None]]  # (and extra's)
 
 
 @_id_made_at_first_read
@@ -167,6 +164,7 @@ class FunctionCallOutput:
     created_at: float = field(default_factory=_now)
     type: ClassVar[Literal["function_call_output"]] = "function_call_output"
     _id_or_none: ClassVar[Callable[[Any], str | None]]  # (set below: the id slot's reader)
+    _extra_or_none: ClassVar[Callable[[Any], dict[str, Any] | None]]  # (and extra's)
 
 
 @_id_made_at_first_read
@@ -185,6 +183,7 @@ class AgentHandoff:
     created_at: float = field(default_factory=_now)
     type: ClassVar[Literal["agent_handoff"]] = "agent_handoff"
     _id_or_none: ClassVar[Callable[[Any], str | None]]  # (set below: the id slot's reader)
+    _extra_or_none: ClassVar[Callable[[Any], dict[str, Any] | None]]  # (and extra's)
 
 
 ChatItem: TypeAlias = ChatMessage | FunctionCall | FunctionCallOutput | AgentHandoff

@@ -33,19 +33,22 @@ def turn(
     interrupted: int,
     item_id: str,
 ) -> Record:
-    text = truncate_text(text, limit, "a turn")[0]
+    if len(text) > limit:
+        text = truncate_text(text, limit, "a turn")[0]
     return _schema.INSERT_TURN, (sid, at, who, agent, text, interrupted, item_id)
 
 
 def tool_call(sid: str, limit: int, at: float, call_id: str, name: str, arguments: str) -> Record:
-    arguments = truncate_text(arguments, limit, "tool arguments")[0]
+    if len(arguments) > limit:
+        arguments = truncate_text(arguments, limit, "tool arguments")[0]
     return _schema.INSERT_TOOL_CALL, (sid, at, call_id, name, arguments)
 
 
 def tool_output(
     sid: str, limit: int, at: float, call_id: str, name: str, output: str, is_error: int
 ) -> Record:
-    output = truncate_text(output, limit, "a tool output")[0]
+    if len(output) > limit:
+        output = truncate_text(output, limit, "a tool output")[0]
     return _schema.INSERT_TOOL_OUTPUT, (sid, at, call_id, name, output, is_error)
 
 
@@ -60,6 +63,11 @@ def state(
     error: str | None,
 ) -> Record:
     return _schema.INSERT_STATE, (sid, at, kind, background_id, old, new, error)
+
+
+def agent_state(sid: str, limit: int, at: float, old: str, new: str) -> Record:
+    """The agent's state changed (three per turn: the shortest fact)."""
+    return _schema.INSERT_STATE, (sid, at, "agent", None, old, new, None)
 
 
 def request(
@@ -102,7 +110,7 @@ def made(sid: str, limit: int, record: Record) -> Record:
 
 _FIELDS: dict[Maker, int] = {
     maker: maker.__code__.co_argcount - 2
-    for maker in (turn, tool_call, tool_output, state, request, made)
+    for maker in (turn, tool_call, tool_output, state, agent_state, request, made)
 }
 
 

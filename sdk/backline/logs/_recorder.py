@@ -247,7 +247,7 @@ class SessionRecorder:
         if (self.session_id is None or not self._log._usable) and self._ready() is None:
             return
         facts = self._facts
-        facts += (_facts.state, time.time(), "agent", None, old, new, None)
+        facts += (_facts.agent_state, time.time(), old, new)
         if new == "listening" or len(facts) >= _FLUSH_AT:
             self._flush()  # the turn ended: one entry for the log
 

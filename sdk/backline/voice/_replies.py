@@ -23,6 +23,9 @@ from .speech_handle import PRIORITY_NORMAL, SpeechHandle
 
 logger = logging.getLogger("backline")
 
+# The default loop's clock: its ``time()`` only returns ``time.monotonic()``, read directly.
+_MONOTONIC_LOOP_TIME = asyncio.BaseEventLoop.time
+
 
 def generate(
     activity: AgentActivity,
@@ -220,7 +223,9 @@ async def consume(
         # Timed only when someone listens for the request's metrics (or records them).
         transcript = session._transcript
         timed = bool(transcript.recorders) or transcript.wants("llm_metrics")
-        clock = asyncio.get_running_loop().time if timed else time.monotonic
+        clock = time.monotonic
+        if timed and type(loop := asyncio.get_running_loop()).time is not _MONOTONIC_LOOP_TIME:
+            clock = loop.time  # (a loop with a clock of its own: a virtual one, uvloop's)
         started = clock() if timed else 0.0
         first: float | None = None
         first_audio: float | None = None
