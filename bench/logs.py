@@ -2,8 +2,9 @@
 
 One session per run, text turns and tool turns on the push path (``push_user_turn``,
 the turn ends at ``agent_state_changed`` → ``listening``), as in ``bench/turns.py``.
-With the log on, a ``SessionRecorder`` queues a record per event and a writer thread
-commits them to SQLite (WAL) in a temporary directory.
+With the log on, a ``SessionRecorder`` is told each fact of a turn by the session
+(``session.add_recorder``), queues one entry per turn, and a writer thread makes the
+records and commits them to SQLite (WAL) in a temporary directory.
 
 Reported per turn: the event loop's own CPU (``time.thread_time()`` on the loop's
 thread: what a turn pays, the writer thread excluded), the whole process's CPU (the
