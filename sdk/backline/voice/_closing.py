@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Coroutine, Sequence
 from typing import Any
 
 from ..tasks import TaskScope, done_within, when_empty
@@ -64,7 +64,7 @@ class Closing:
         self._switches = switches
         self._runner = runner
         self._done = done
-        self._scope = TaskScope("session close")  # what the close awaits, if anything
+        self._scope: TaskScope | None = None  # what the close awaits, if anything
         self._error: BaseException | None = None
         self._part_scopes: list[TaskScope] = []
         self._inserts: list[asyncio.Future[None]] = []
@@ -76,9 +76,15 @@ class Closing:
         except BaseException as e:  # pragma: no cover - close must finish whatever happens
             self._failed(e)
         if drain and any(a.speeches() for a in self._switches.activities):
-            self._scope.create_task(self._drain_then_stop(), name="session drain")
+            self._task(self._drain_then_stop(), "session drain")
         else:
             self._stop_agents()
+
+    def _task(self, coro: Coroutine[Any, Any, None], name: str) -> None:
+        """A task of the close (its scope made at the first: most closes need none)."""
+        if self._scope is None:
+            self._scope = TaskScope("session close")
+        self._scope.create_task(coro, name=name)
 
     async def _drain_then_stop(self) -> None:
         # The current agent first, then the agents paused under it; speech blocked on
@@ -125,7 +131,7 @@ class Closing:
             self._failed(e)
         pending += [done_within(w, INSERT_CLOSE_TIMEOUT) for w in self._inserts]
         if pending:
-            self._scope.create_task(self._await_then_end(pending), name="session close")
+            self._task(self._await_then_end(pending), "session close")
         else:
             self._done(self._error)
 

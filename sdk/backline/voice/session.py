@@ -284,7 +284,15 @@ class Session(Generic[UserdataT]):
                 done=self._end_close,
             ).begin(drain=drain)
         # A cancelled caller stops waiting; the close goes on (it runs in no caller).
-        await self._wait_for(lambda: self._closed, even_when_closing=True)
+        # (No predicate, no timer: the close is bounded itself; thousands may close.)
+        changed = self._changed
+        while not self._closed:
+            waiter = changed.waiter()
+            try:
+                await waiter
+            except asyncio.CancelledError:
+                changed.discard(waiter)
+                raise
 
     def _end_close(self, error: BaseException | None) -> None:
         self._closed = True
