@@ -66,9 +66,6 @@ class Transcript:
     def on(self, event: EventName, callback: Callable[[Any], Any] | None = None) -> Any:
         return self.emitter.on(event, callback)
 
-    def off(self, event: EventName, callback: Callable[[Any], Any]) -> None:
-        self.emitter.off(event, callback)
-
     def emit(self, event: Event) -> None:
         if self.run is not None:
             self.run._on_event(event)
