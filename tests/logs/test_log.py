@@ -740,3 +740,17 @@ async def test_each_turn_names_the_agent_that_spoke_across_a_handoff(
         ]
         handoffs = rows(db, "SELECT old, new FROM state_changes WHERE subject = 'handoff'")
         assert handoffs == [("Reception", "Billing")]
+
+
+async def test_each_turn_row_names_its_history_item(conv_log: ConversationLog, db: Path) -> None:
+    """The log writes the item's own id (made on the event loop when the log notes the
+    item, before the writer thread reads the rest of it)."""
+    async with Session(ScriptedLLM([text("Hi there.")])) as session:
+        attach_log(session, conv_log)
+        await session.start(Front())
+        await session.run(user_input="hello")
+        user, reply = session.history.items
+        assert conv_log.flush(WAIT)
+    written = rows(db, "SELECT speaker, text, item_id FROM turns ORDER BY at, id")
+    assert written == [("user", "hello", user.id), ("agent", "Hi there.", reply.id)]
+    assert len({user.id, reply.id}) == 2

@@ -3,10 +3,10 @@
 The recorder notes each fact as its maker followed by its fields (what the loop already
 has in hand, nothing formatted) in one flat list per turn: no object is kept per fact
 (objects that outlive a turn cost the garbage collector on the loop). It hands the log
-one ``Facts`` per turn; the writer thread calls ``records()``, which cuts long texts
-to the log's limit and builds each statement's parameters. Fields are plain values
-(strings, numbers) taken when the fact happened, so what the writer reads cannot
-change under it.
+one ``Facts`` per turn; the writer thread calls ``records()``, which reads the items,
+cuts long texts to the log's limit and builds each statement's parameters. Fields are
+plain values taken when the fact happened, or an item of the history (not changed once
+there) with its id made on the loop, so what the writer reads does not change under it.
 """
 
 from __future__ import annotations
@@ -15,12 +15,13 @@ from collections.abc import Callable
 from typing import Any
 
 from ..limits import truncate_text
+from ..llm.chat_context import peek_extra
 from . import _schema
 from ._store import Record
 
-Maker = Callable[..., Record]
-"""``maker(sid, limit, *fields)`` is a fact's record; a maker takes a fixed number of
-fields, so the flat list reads back without separators."""
+Maker = Callable[..., Record | None]
+"""``maker(sid, limit, *fields)`` is a fact's record (or None: nothing to keep); a maker
+takes a fixed number of fields, so the flat list reads back without separators."""
 
 
 def turn(
@@ -103,14 +104,36 @@ def request(
     )
 
 
+def item(sid: str, limit: int, it: Any, item_id: str, agent: str | None) -> Record | None:
+    """An item entered the history: its record (None: not one the log keeps). Read
+    here, on the writer thread: an item is not changed once in the history, and its
+    id was made on the loop."""
+    kind = it.type
+    if kind == "message":
+        role = it.role
+        if role == "user":
+            if "background_id" in peek_extra(it):
+                return None  # a background's message: its own table has it
+            return turn(sid, limit, it.created_at, "user", None, it.content, 0, item_id)
+        if role == "assistant":
+            at, text, cut = it.created_at, it.content, int(it.interrupted)
+            return turn(sid, limit, at, "agent", agent, text, cut, item_id)
+        return None  # instructions
+    if kind == "function_call":
+        return tool_call(sid, limit, it.created_at, it.call_id, it.name, it.arguments)
+    if kind == "function_call_output":
+        at, call_id, name = it.created_at, it.call_id, it.name
+        return tool_output(sid, limit, at, call_id, name, it.output, int(it.is_error))
+    return state(sid, limit, it.created_at, "handoff", None, it.old_agent, it.new_agent, None)
+
+
 def made(sid: str, limit: int, record: Record) -> Record:
     """A record made on the loop already (the rare events'; the session row's)."""
     return record
 
 
 _FIELDS: dict[Maker, int] = {
-    maker: maker.__code__.co_argcount - 2
-    for maker in (turn, tool_call, tool_output, state, agent_state, request, made)
+    maker: maker.__code__.co_argcount - 2 for maker in (item, agent_state, request, made)
 }
 
 
@@ -139,6 +162,8 @@ class Facts:
         while i < end:
             maker = facts[i]
             nxt = i + 1 + _FIELDS[maker]
-            out.append(maker(sid, limit, *facts[i + 1 : nxt]))
+            record = maker(sid, limit, *facts[i + 1 : nxt])
+            if record is not None:
+                out.append(record)
             i = nxt
         return out

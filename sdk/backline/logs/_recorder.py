@@ -25,10 +25,6 @@ from ..limits import truncate_text
 from ..llm.chat_context import (
     AgentHandoff,
     ChatItem,
-    ChatMessage,
-    FunctionCall,
-    FunctionCallOutput,
-    peek_extra,
 )
 from ..llm.llm import LLM, Usage, llm_label
 from ..voice.events import AgentState, ErrorEvent
@@ -85,7 +81,6 @@ class SessionRecorder:
         self.session_id: str | None = None
         self._facts: list[Any] = []  # noted (``_facts``: flat), not yet handed to the log
         self._dropped = 0
-        self._turns = 0  # said in the current row
         self._agent: str | None = None  # the current agent's label
         self._reported = False
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -175,7 +170,6 @@ class SessionRecorder:
         from .._version import __version__
 
         self.session_id = sid = uuid.uuid4().hex[:12]
-        self._turns = 0
         self._agent = self._agent_label()  # then each handoff says who speaks
         with contextlib.suppress(RuntimeError):  # events come on the session's loop
             self._loop = asyncio.get_running_loop()
@@ -214,32 +208,19 @@ class SessionRecorder:
 
     # -- a turn's facts (ConversationRecorder) -------------------------------------------
     def item_added(self, item: ChatItem) -> None:
-        # (the hot path: no call that can be saved, ``_sid()`` inlined; each fact's
-        # fields go into one flat list, no object kept per fact: see ``_facts``)
+        # (the hot path, ``_sid()`` inlined.) The item itself is noted, with its id
+        # (made here if nobody read it yet: on the loop, never on the writer thread)
+        # and the agent speaking now; the writer reads the rest of it (``_facts.item``:
+        # an item is not changed once it is in the history).
         if (self.session_id is None or not self._log._usable) and self._ready() is None:
             return
+        agent = self._agent
+        if agent is None:
+            agent = self._agent = self._agent_label()
+        if isinstance(item, AgentHandoff):
+            self._agent = item.new_agent  # (read once, then told by each handoff)
         facts = self._facts
-        if isinstance(item, ChatMessage):
-            if item.role == "user" and "background_id" not in peek_extra(item):
-                self._turns += 1
-                facts += (_facts.turn, item.created_at, "user", None, item.content, 0, item.id)
-            elif item.role == "assistant":
-                self._turns += 1
-                label = self._agent  # (read once, then told by each handoff)
-                if label is None:
-                    label = self._agent = self._agent_label()
-                interrupted = int(item.interrupted)
-                at, text, item_id = item.created_at, item.content, item.id
-                facts += (_facts.turn, at, "agent", label, text, interrupted, item_id)
-        elif isinstance(item, FunctionCall):
-            facts += (_facts.tool_call, item.created_at, item.call_id, item.name, item.arguments)
-        elif isinstance(item, FunctionCallOutput):
-            at, call_id, name, is_error = item.created_at, item.call_id, item.name, item.is_error
-            facts += (_facts.tool_output, at, call_id, name, item.output, int(is_error))
-        elif isinstance(item, AgentHandoff):
-            old, new = item.old_agent, item.new_agent
-            self._agent = new
-            facts += (_facts.state, item.created_at, "handoff", None, old, new, None)
+        facts += (_facts.item, item, item.id, agent)
         if len(facts) >= _FLUSH_AT:
             self._flush()
 
@@ -373,10 +354,10 @@ class SessionRecorder:
         sid = self._sid()
         if sid is None:
             return
-        if self._turns:
-            self._put(_schema.END_SESSION, time.time(), event.reason, self._dropped, sid)
-        else:  # nothing was said: not a conversation to keep
-            self._put(_schema.DELETE_SESSION, sid)
+        ended = (time.time(), event.reason, self._dropped, sid)
+        self._facts += (_facts.made, (_schema.END_SESSION, ended))
+        # Nothing said (no turn written): not a conversation to keep.
+        self._put(_schema.DELETE_SESSION_IF_SILENT, sid, sid)
         self._log.remove_listener(self._on_trouble)
         self.session_id = None  # a restart opens a new row
         self._dropped = 0

@@ -246,8 +246,12 @@ INSERT_SESSION_BACKGROUND = (
 END_SESSION = (
     "UPDATE sessions SET ended_at = ?, close_reason = ?, dropped = dropped + ? WHERE id = ?"
 )
-DELETE_SESSION = "DELETE FROM sessions WHERE id = ?"
-"""A conversation in which nothing was said (its rows go with it: ON DELETE CASCADE)."""
+DELETE_SESSION_IF_SILENT = (
+    "DELETE FROM sessions WHERE id = ? AND dropped = 0"
+    " AND NOT EXISTS (SELECT 1 FROM turns WHERE session_id = ?)"
+)
+"""At the close (after ``END_SESSION``): a conversation in which nothing was said (no turn
+written, none dropped) goes, and its rows with it (ON DELETE CASCADE)."""
 INSERT_TURN = (
     "INSERT INTO turns (session_id, at, speaker, agent, text, interrupted, item_id)"
     " VALUES (?, ?, ?, ?, ?, ?, ?)"
