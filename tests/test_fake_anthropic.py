@@ -746,3 +746,29 @@ def test_a_malformed_event_is_sent_as_it_is(server: FakeAnthropicServer) -> None
     )
     with urllib.request.urlopen(req, timeout=10) as resp:
         assert resp.status == 200 and resp.read() == b"not json"
+
+
+def test_a_client_hanging_up_is_not_printed_as_the_fake_servers_error(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    from backline.testing._anthropic_http import Handler, HTTPServer
+
+    class Host:
+        def _handle(self, handler: Any, method: str) -> None: ...
+
+        def _track(self, conn: Any, add: bool) -> None: ...
+
+    server = HTTPServer(("127.0.0.1", 0), Handler, Host())
+    try:
+        try:
+            raise ConnectionResetError(104, "Connection reset by peer")
+        except ConnectionResetError:
+            server.handle_error(None, ("127.0.0.1", 1))
+        assert capsys.readouterr().err == ""
+        try:
+            raise ValueError("a real bug in a handler")
+        except ValueError:
+            server.handle_error(None, ("127.0.0.1", 1))
+        assert "a real bug in a handler" in capsys.readouterr().err
+    finally:
+        server.server_close()

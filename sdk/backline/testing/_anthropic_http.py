@@ -7,6 +7,7 @@ import json
 import logging
 import select
 import socket
+import sys
 import threading
 import time
 import zlib
@@ -50,6 +51,15 @@ class HTTPServer(ThreadingHTTPServer):
             self._handler_threads = [t for t in self._handler_threads if t.is_alive()]
             self._handler_threads.append(thread)
         thread.start()
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        """A client that hangs up on its connection (an HTTP client closing its pool)
+        is not the fake's error: said at debug level; anything else as the server says."""
+        error = sys.exc_info()[1]
+        if isinstance(error, (ConnectionResetError, BrokenPipeError)):
+            log.debug("a client hung up: %s %r", client_address, error)
+            return
+        super().handle_error(request, client_address)
 
     def join_handlers(self, timeout: float) -> list[threading.Thread]:
         """Join the connection threads (within ``timeout`` in all); return any still alive."""
