@@ -32,66 +32,54 @@ _now = time.time  # (the factory of created_at: no frame of its own per item)
 _T = TypeVar("_T")
 
 
-def _extra_made_at_first_use(cls: type[_T]) -> type[_T]:
-    """Give an item class an ``extra`` dict made at its first read, not per item.
-
-    Most items never carry data of their own, and an empty dict per item is 64 bytes
-    (a history holds thousands of items). The field stays a field (the constructor's
-    ``extra=``, ``dataclasses.fields``, ``replace``, ``asdict`` and ``repr``), its slot
-    holds ``None`` until ``extra`` is first read, and that read stores the dict it
-    returns: ``item.extra["k"] = 1`` persists, as with a dict made per item.
-    """
-    slot = cls.__dict__["extra"]  # the slot's descriptor, kept by the property below
+def _made_at_first_read(cls: type, name: str, make: Callable[[], Any], doc: str) -> Any:
+    """Make the slot ``name`` of ``cls`` a property that makes its value at the first
+    read (``make()``) and keeps it; returns the slot's own reader (``None``: not made)."""
+    slot = cls.__dict__[name]  # the slot's descriptor, kept by the property
     read, write = slot.__get__, slot.__set__
 
-    def extra(self: Any) -> dict[str, Any]:
-        value: dict[str, Any] | None = read(self)
+    def get(self: Any) -> Any:
+        value = read(self)
         if value is None:
-            value = {}
+            value = make()
             write(self, value)
         return value
 
-    item_class: Any = cls
-    item_class.extra = property(extra, write, doc="Your own data on this item (a dict).")
-    item_class._extra_or_none = staticmethod(read)  # (inherited by subclasses; one C call)
-    return cls
+    setattr(cls, name, property(get, write, doc=doc))
+    return read
 
 
-def _id_made_at_first_read(cls: type[_T]) -> type[_T]:
-    """Give an item class an ``id`` made at its first read, not per item.
+def _lazy_fields(cls: type[_T]) -> type[_T]:
+    """Give an item class an ``extra`` and an ``id`` made at their first read, not per
+    item (a history holds thousands of items).
 
-    An id is a string of about 68 bytes, and most items are never asked for theirs (a
-    history is appended to, and an index by id is made only when someone looks an id
-    up: ``ChatContext``). The field stays a field, as ``extra`` does (above); its slot
-    holds ``None`` until ``id`` is first read, and that read makes the id (unique in
-    the process, as ever) and keeps it: an item's id never changes once seen.
+    Most items never carry data of their own (an empty dict is 64 bytes), and most are
+    never asked for their id (a string of about 68 bytes: a history is appended to,
+    and ``ChatContext`` indexes ids only once one is looked up). Each stays a field
+    (the constructor's ``extra=`` and ``id=``, ``dataclasses.fields``, ``replace``,
+    ``asdict``, ``repr``); its slot holds ``None`` until the first read, which stores
+    what it returns: ``item.extra["k"] = 1`` persists, and an id (unique in the
+    process, as ever) never changes once seen. ``_extra_or_none`` and ``_id_or_none``
+    read the slots without making anything (one C call; inherited by subclasses).
     """
-    slot = cls.__dict__["id"]
-    read, write = slot.__get__, slot.__set__
-
-    def item_id(self: Any) -> str:
-        value: str | None = read(self)
-        if value is None:
-            value = _item_id()
-            write(self, value)
-        return value
-
     item_class: Any = cls
-    item_class.id = property(item_id, write, doc="The item's id (unique in the process).")
-    item_class._id_or_none = staticmethod(read)  # (inherited by subclasses; one C call)
+    item_class._extra_or_none = staticmethod(
+        _made_at_first_read(cls, "extra", dict, "Your own data on this item (a dict).")
+    )
+    item_class._id_or_none = staticmethod(
+        _made_at_first_read(cls, "id", _item_id, "The item's id (unique in the process).")
+    )
     return cls
 
 
-def _read_id(item: Any) -> str | None:
+def _read_id(item: ChatItem) -> str | None:
     """An item's id without making one (``None`` if nobody has read it yet)."""
-    read: Callable[[Any], str | None] = item._id_or_none
-    return read(item)
+    return type(item)._id_or_none(item)
 
 
-def _read_extra(item: Any) -> dict[str, Any] | None:
+def _read_extra(item: ChatItem) -> dict[str, Any] | None:
     """An item's ``extra`` without making one (``None`` if it was never read or set)."""
-    read: Callable[[Any], dict[str, Any] | None] = item._extra_or_none
-    return read(item)
+    return type(item)._extra_or_none(item)
 
 
 _NOTHING: Mapping[str, Any] = MappingProxyType({})
@@ -105,14 +93,14 @@ def peek_extra(item: ChatItem) -> Mapping[str, Any]:
     return _NOTHING if extra is None else extra
 
 
-# The fields' defaults: no dict until ``extra`` is read, no id until ``id`` is (above).
+# The fields' defaults: no dict until ``extra`` is read, no id until ``id`` is
+# (``_lazy_fields``).
 # An item's ``type`` is its class's (a class attribute, not a field: no slot per item).
 _NO_EXTRA: dict[str, Any] = cast("dict[str, Any]", None)
 _NO_ID: str = cast("str", None)
 
 
-@_id_made_at_first_read
-@_extra_made_at_first_use
+@_lazy_fields
 @dataclass(eq=False, kw_only=True, slots=True)
 class ChatMessage:
     """A message from the user, the assistant, or the system."""
@@ -124,16 +112,15 @@ class ChatMessage:
     id: str = _NO_ID
     created_at: float = field(default_factory=_now)
     type: ClassVar[Literal["message"]] = "message"
-    _id_or_none: ClassVar[Callable[[Any], str | None]]  # (set below: the id slot's reader)
-    _extra_or_none: ClassVar[Callable[[Any], dict[str, Any] | None]]  # (and extra's)
+    _id_or_none: ClassVar[Callable[[Any], str | None]]  # (set by _lazy_fields)
+    _extra_or_none: ClassVar[Callable[[Any], dict[str, Any] | None]]
 
     @property
     def text_content(self) -> str:
         return self.content
 
 
-@_id_made_at_first_read
-@_extra_made_at_first_use
+@_lazy_fields
 @dataclass(eq=False, kw_only=True, slots=True)
 class FunctionCall:
     """A tool call the model made. ``arguments`` is the raw JSON text."""
@@ -145,12 +132,11 @@ class FunctionCall:
     id: str = _NO_ID
     created_at: float = field(default_factory=_now)
     type: ClassVar[Literal["function_call"]] = "function_call"
-    _id_or_none: ClassVar[Callable[[Any], str | None]]  # (set below: the id slot's reader)
-    _extra_or_none: ClassVar[Callable[[Any], dict[str, Any] | None]]  # (and extra's)
+    _id_or_none: ClassVar[Callable[[Any], str | None]]  # (set by _lazy_fields)
+    _extra_or_none: ClassVar[Callable[[Any], dict[str, Any] | None]]
 
 
-@_id_made_at_first_read
-@_extra_made_at_first_use
+@_lazy_fields
 @dataclass(eq=False, kw_only=True, slots=True)
 class FunctionCallOutput:
     """The result of a tool call, as text the model reads."""
@@ -163,12 +149,11 @@ class FunctionCallOutput:
     id: str = _NO_ID
     created_at: float = field(default_factory=_now)
     type: ClassVar[Literal["function_call_output"]] = "function_call_output"
-    _id_or_none: ClassVar[Callable[[Any], str | None]]  # (set below: the id slot's reader)
-    _extra_or_none: ClassVar[Callable[[Any], dict[str, Any] | None]]  # (and extra's)
+    _id_or_none: ClassVar[Callable[[Any], str | None]]  # (set by _lazy_fields)
+    _extra_or_none: ClassVar[Callable[[Any], dict[str, Any] | None]]
 
 
-@_id_made_at_first_read
-@_extra_made_at_first_use
+@_lazy_fields
 @dataclass(eq=False, kw_only=True, slots=True)
 class AgentHandoff:
     """A marker in the history: the conversation moved from one agent to another.
@@ -182,8 +167,8 @@ class AgentHandoff:
     id: str = _NO_ID
     created_at: float = field(default_factory=_now)
     type: ClassVar[Literal["agent_handoff"]] = "agent_handoff"
-    _id_or_none: ClassVar[Callable[[Any], str | None]]  # (set below: the id slot's reader)
-    _extra_or_none: ClassVar[Callable[[Any], dict[str, Any] | None]]  # (and extra's)
+    _id_or_none: ClassVar[Callable[[Any], str | None]]  # (set by _lazy_fields)
+    _extra_or_none: ClassVar[Callable[[Any], dict[str, Any] | None]]
 
 
 ChatItem: TypeAlias = ChatMessage | FunctionCall | FunctionCallOutput | AgentHandoff
