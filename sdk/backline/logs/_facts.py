@@ -16,6 +16,8 @@ from typing import Any
 
 from ..limits import truncate_text
 from ..llm.chat_context import peek_extra
+from ..llm.llm import Usage
+from ..voice._metrics import tokens_per_second
 from . import _schema
 from ._store import Record
 
@@ -53,19 +55,6 @@ def tool_output(
     return _schema.INSERT_TOOL_OUTPUT, (sid, at, call_id, name, output, is_error)
 
 
-def state(
-    sid: str,
-    limit: int,
-    at: float,
-    kind: str,
-    background_id: str | None,
-    old: str | None,
-    new: str | None,
-    error: str | None,
-) -> Record:
-    return _schema.INSERT_STATE, (sid, at, kind, background_id, old, new, error)
-
-
 def agent_state(sid: str, limit: int, at: float, old: str, new: str) -> Record:
     """The agent's state changed (three per turn: the shortest fact)."""
     return _schema.INSERT_STATE, (sid, at, "agent", None, old, new, None)
@@ -77,29 +66,25 @@ def request(
     at: float,
     speech_id: str,
     llm: str,
-    model: object,
+    model: str | None,
     started: float,
     first: float | None,
     ended: float,
-    input_tokens: int | None,
-    output_tokens: int | None,
+    usage: Usage | None,
     status: str,
 ) -> Record:
-    tokens_per_second = None
-    if output_tokens and first is not None and ended > first:
-        tokens_per_second = output_tokens / (ended - first)
-    ttft = None if first is None else first - started
+    """One model request ended (the ``llm_metrics`` event's figures, by its rules)."""
     return _schema.INSERT_LLM_REQUEST, (
         sid,
         at,
         speech_id,
         llm,
-        model if isinstance(model, str) else None,  # (as ``llm_label`` says it)
-        ttft,
+        model,
+        None if first is None else first - started,
         ended - started,
-        input_tokens,
-        output_tokens,
-        tokens_per_second,
+        None if usage is None else usage.input_tokens,
+        None if usage is None else usage.output_tokens,
+        tokens_per_second(usage, first, ended),
         status,
     )
 
@@ -124,7 +109,8 @@ def item(sid: str, limit: int, it: Any, item_id: str, agent: str | None) -> Reco
     if kind == "function_call_output":
         at, call_id, name = it.created_at, it.call_id, it.name
         return tool_output(sid, limit, at, call_id, name, it.output, int(it.is_error))
-    return state(sid, limit, it.created_at, "handoff", None, it.old_agent, it.new_agent, None)
+    old, new = it.old_agent, it.new_agent  # (the only other item: a handoff)
+    return _schema.INSERT_STATE, (sid, it.created_at, "handoff", None, old, new, None)
 
 
 def made(sid: str, limit: int, record: Record) -> Record:

@@ -246,23 +246,11 @@ class SessionRecorder:
     ) -> None:
         if (self.session_id is None or not self._log._usable) and self._ready() is None:
             return
-        model = getattr(llm, "model", None)  # (llm_label's rule, applied by the writer)
-        tokens_in = None if usage is None else usage.input_tokens
-        tokens_out = None if usage is None else usage.output_tokens
+        name, model = llm_label(llm)
         facts = self._facts
-        facts += (
-            _facts.request,
-            time.time(),
-            speech_id,
-            type(llm).__name__,
-            model,
-            started,
-            first,
-            ended,
-            tokens_in,
-            tokens_out,
-            status,
-        )
+        # (a Usage is frozen: the writer reads it as it was)
+        at = time.time()
+        facts += (_facts.request, at, speech_id, name, model, started, first, ended, usage, status)
         if len(facts) >= _FLUSH_AT:
             self._flush()
 

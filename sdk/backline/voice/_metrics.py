@@ -23,9 +23,6 @@ def llm_metrics(
     audio at ``first_audio`` (a model that speaks), ended at ``ended`` (event-loop
     seconds)."""
     name, model = llm_label(llm)
-    tokens_per_second = None
-    if usage is not None and first is not None and usage.output_tokens > 0 and ended > first:
-        tokens_per_second = usage.output_tokens / (ended - first)
     # Built through its __dict__, once per request: a frozen dataclass's __init__ sets
     # each of its eleven fields through object.__setattr__ (about four times the cost).
     event = _new(LLMMetrics)
@@ -38,7 +35,7 @@ def llm_metrics(
             "duration": ended - started,
             "input_tokens": None if usage is None else usage.input_tokens,
             "output_tokens": None if usage is None else usage.output_tokens,
-            "tokens_per_second": tokens_per_second,
+            "tokens_per_second": tokens_per_second(usage, first, ended),
             "status": status,
             "ttfa": None if first_audio is None else first_audio - started,
             "type": "llm_metrics",
@@ -48,3 +45,10 @@ def llm_metrics(
 
 
 _new = object.__new__
+
+
+def tokens_per_second(usage: Usage | None, first: float | None, ended: float) -> float | None:
+    """Output tokens per second after the first output (``None`` without usage)."""
+    if usage is None or first is None or usage.output_tokens <= 0 or ended <= first:
+        return None
+    return usage.output_tokens / (ended - first)
