@@ -285,14 +285,8 @@ class Session(Generic[UserdataT]):
             ).begin(drain=drain)
         # A cancelled caller stops waiting; the close goes on (it runs in no caller).
         # (No predicate, no timer: the close is bounded itself; thousands may close.)
-        changed = self._changed
         while not self._closed:
-            waiter = changed.waiter()
-            try:
-                await waiter
-            except asyncio.CancelledError:
-                changed.discard(waiter)
-                raise
+            await self._changed.wait()
 
     def _end_close(self, error: BaseException | None) -> None:
         self._closed = True
