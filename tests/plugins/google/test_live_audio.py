@@ -8,7 +8,7 @@ seeded with what was heard, and a lost socket loses the utterance with a clear e
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Callable, Iterator, Sequence
+from collections.abc import AsyncIterator, Callable, Sequence
 from typing import Any
 
 import pytest
@@ -25,16 +25,15 @@ from backline.speech import (
     SpeechOutput,
     STTStream,
     Transcript,
-    split_frames,
 )
 from tests.background_kit import ctx_of, worker
 from tests.conftest import Recorder
 from tests.plugins.google import fake_live as fl
 from tests.plugins.google.conftest import TEST_KEY
 from tests.plugins.google.fake_live import FakeLiveServer, get
+from tests.plugins.realtime_kit import RATE, HandSink, tone, utterance
 
 WAIT = 20.0  # bounds a hang only
-RATE = 16000  # the microphone's rate
 WORD = fl.AUDIO_PER_WORD / 2 / 24000  # seconds of the model's voice per word
 
 
@@ -46,57 +45,6 @@ class NoSynthesis:
 
     def synthesize(self, text: str) -> AsyncIterator[AudioFrame]:
         raise AssertionError(f"synthesized {text!r}")
-
-
-def tone(seconds: float, rate: int = RATE) -> AudioFrame:
-    """A loud voice-like tone."""
-    return AudioFrame.from_samples(
-        [(8000 if (i // 20) % 2 else -8000) for i in range(int(seconds * rate))], rate
-    )
-
-
-def utterance(speech: float = 0.6) -> Iterator[AudioFrame]:
-    """Silence, ``speech`` seconds of tone, silence: 20 ms frames."""
-    for piece in (AudioFrame.silence(0.3, RATE), tone(speech), AudioFrame.silence(1.0, RATE)):
-        yield from split_frames(piece, 0.02)
-
-
-class HandSink:
-    """A speaker played by hand (``play``): what has played is exactly known. With
-    ``instant`` set, what is written plays at once."""
-
-    def __init__(self) -> None:
-        self.queued = 0.0
-        self._played = 0.0
-        self.instant = False
-        self._drained = asyncio.Event()
-        self._drained.set()
-        self.wrote = asyncio.Event()
-        self.frames: list[AudioFrame] = []
-
-    def write(self, frame: AudioFrame) -> None:
-        self.queued += frame.duration
-        self.frames.append(frame)
-        self.wrote.set()
-        self._drained.clear()
-        if self.instant:
-            self.play(frame.duration)
-
-    def clear(self) -> None:
-        self.queued = self._played
-        self._drained.set()
-
-    @property
-    def played(self) -> float:
-        return self._played
-
-    def play(self, seconds: float) -> None:
-        self._played = min(self.queued, self._played + seconds)
-        if self._played >= self.queued:
-            self._drained.set()
-
-    async def drained(self) -> None:
-        await self._drained.wait()
 
 
 @function_tool

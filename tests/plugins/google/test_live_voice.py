@@ -4,22 +4,20 @@ own voice, which is what the speaker plays; the start-up line says so."""
 
 from __future__ import annotations
 
-import io
 import shutil
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from backline_google import plugin as google_plugin
 
-from backline.app import SessionOptions, SpeechOptions, build_speech
-from backline.io.voice import VoiceOptions, run_voice_front_end
+from backline.app import SpeechOptions, build_speech
 from backline.plugins import PluginManager
-from backline.speech import AudioFrame, read_wav, write_wav
+from backline.speech import read_wav
 from tests.plugins.google import fake_live as fl
 from tests.plugins.google.conftest import TEST_KEY
 from tests.plugins.google.fake_live import FakeLiveServer, ThreadedLiveServer, get
+from tests.plugins.realtime_kit import talk_by_voice
 
 pytest.importorskip("pocketsphinx", reason="backline-local-speech's pocketsphinx is not installed")
 if shutil.which("espeak-ng") is None:  # pragma: no cover - .ci/run installs it
@@ -27,7 +25,6 @@ if shutil.which("espeak-ng") is None:  # pragma: no cover - .ci/run installs it
 
 from backline_local_speech import plugin as local_speech
 
-RATE = 16000
 WORD = fl.AUDIO_PER_WORD / 2 / 24000  # seconds of the model's voice per word
 
 
@@ -36,12 +33,6 @@ def manager() -> PluginManager:
     made.register(local_speech, name="local_speech")
     made.register(google_plugin, name="google")
     return made
-
-
-def tone(seconds: float) -> AudioFrame:
-    return AudioFrame.from_samples(
-        [(8000 if (i // 20) % 2 else -8000) for i in range(int(seconds * RATE))], RATE
-    )
 
 
 @pytest.fixture
@@ -65,21 +56,7 @@ def test_backline_voice_talks_with_gemini_live(live: FakeLiveServer, tmp_path: P
     # The session is opened at the start with the agent's instructions (agent_changed):
     # the answer the server makes to the utterance by itself is the reply, played.
     live.push(fl.audio("It is sunny today"), fl.audio("A second answer is never asked."))
-    audio_in, out = tmp_path / "in.wav", tmp_path / "out.wav"
-    write_wav(audio_in, [AudioFrame.silence(0.5, RATE), tone(0.6), AudioFrame.silence(2.0, RATE)])
-    printed = io.StringIO()
-    stdin, stdout = sys.stdin, sys.stdout
-    sys.stdin, sys.stdout = io.StringIO(""), printed  # the recording, then quit
-    try:
-        run_voice_front_end(
-            SessionOptions(llm="gemini-live", log=False),
-            SpeechOptions(tts="espeak", vad="energy"),
-            VoiceOptions(audio_in=str(audio_in), audio_out=str(out), plain=True),
-            manager=manager(),
-        )
-    finally:
-        sys.stdin, sys.stdout = stdin, stdout
-    text = printed.getvalue()
+    text, out = talk_by_voice("gemini-live", manager(), tmp_path)
     assert "gemini-live hears you and speaks in its own voice" in text
     assert "you (said): what is the weather" in text
     assert "It is sunny today" in text and "second answer" not in text

@@ -7,7 +7,7 @@ little audio is no turn, and a lost socket loses the utterance with a clear erro
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Callable, Iterator
+from collections.abc import AsyncIterator, Callable
 from typing import Any
 
 import pytest
@@ -21,14 +21,13 @@ from backline.speech import (
     SpeakingModel,
     SpeechInput,
     SpeechOutput,
-    split_frames,
 )
 from tests.conftest import Recorder
 from tests.plugins.openai import fake_realtime as fr
 from tests.plugins.openai.fake_realtime import FakeRealtimeServer
+from tests.plugins.realtime_kit import RATE, HandSink, utterance  # (the model takes 24 kHz)
 
 WAIT = 20.0  # bounds a hang only
-RATE = 16000  # the microphone's rate (the model takes 24 kHz: resampled)
 
 
 class NoSynthesis:
@@ -41,57 +40,10 @@ class NoSynthesis:
         raise AssertionError(f"synthesized {text!r}")
 
 
-def utterance(speech: float = 0.6) -> Iterator[AudioFrame]:
-    """Silence, ``speech`` seconds of a loud voice-like tone, silence: 20 ms frames."""
-    tone = AudioFrame.from_samples(
-        [(8000 if (i // 20) % 2 else -8000) for i in range(int(speech * RATE))], RATE
-    )
-    for piece in (AudioFrame.silence(0.3, RATE), tone, AudioFrame.silence(1.0, RATE)):
-        yield from split_frames(piece, 0.02)
-
-
 @pytest.fixture
 async def server() -> AsyncIterator[FakeRealtimeServer]:
     async with FakeRealtimeServer() as fake:
         yield fake
-
-
-class HandSink:
-    """A speaker played by hand (``play``): what has played is exactly known. With
-    ``instant`` set, what is written plays at once."""
-
-    def __init__(self) -> None:
-        self.queued = 0.0
-        self._played = 0.0
-        self.instant = False
-        self._drained = asyncio.Event()
-        self._drained.set()
-        self.wrote = asyncio.Event()
-        self.frames = 0
-
-    def write(self, frame: AudioFrame) -> None:
-        self.queued += frame.duration
-        self.frames += 1
-        self.wrote.set()
-        self._drained.clear()
-        if self.instant:
-            self.play(frame.duration)
-
-    def clear(self) -> None:
-        self.queued = self._played
-        self._drained.set()
-
-    @property
-    def played(self) -> float:
-        return self._played
-
-    def play(self, seconds: float) -> None:
-        self._played = min(self.queued, self._played + seconds)
-        if self._played >= self.queued:
-            self._drained.set()
-
-    async def drained(self) -> None:
-        await self._drained.wait()
 
 
 class Voice:
@@ -195,7 +147,7 @@ async def test_a_barge_in_cuts_the_spoken_item_on_the_server_at_what_was_heard(
     async with Voice(server, sink) as v:
         v.session.push_user_turn("tell me a story")
         # All eight words' audio (1.6 s) comes; the reply waits on the server.
-        while sink.frames < 8:
+        while len(sink.frames) < 8:
             sink.wrote.clear()
             await asyncio.wait_for(sink.wrote.wait(), WAIT)
         sink.play(0.5)  # half a second of it played
@@ -308,7 +260,7 @@ async def test_a_tool_runs_while_the_models_preamble_plays(server: FakeRealtimeS
         # Catalog 125: the preamble played, the agent waits on its tool: "thinking".
         await asyncio.wait_for(back_to_thinking.wait(), WAIT)
         assert v.session.agent_state == "thinking" and "listening" not in states
-        assert sink.frames == 3  # the preamble's voice came before the tool's result
+        assert len(sink.frames) == 3  # the preamble's voice came before the tool's result
         assert server.sent("conversation.item.create")[-1]["item"]["role"] == "user"
         release.set()
         assert await v.session.wait_for_idle(timeout=WAIT)
@@ -318,7 +270,7 @@ async def test_a_tool_runs_while_the_models_preamble_plays(server: FakeRealtimeS
         ("assistant", "Let me check", False),
         ("assistant", "It is sunny in Oslo", False),
     ]
-    assert sink.frames == 3 + 5  # a frame per word
+    assert len(sink.frames) == 3 + 5  # a frame per word
     (output,) = [
         e
         for e in server.sent("conversation.item.create")

@@ -5,20 +5,18 @@ engines a front end builds for a model that speaks."""
 
 from __future__ import annotations
 
-import io
 import shutil
-import sys
 from pathlib import Path
 
 import pytest
 from backline_openai import plugin as openai_plugin
 
-from backline.app import SessionOptions, SpeechOptions, build_speech
-from backline.io.voice import VoiceOptions, run_voice_front_end
+from backline.app import SpeechOptions, build_speech
 from backline.plugins import PluginManager
-from backline.speech import AudioFrame, read_wav, write_wav
+from backline.speech import read_wav
 from tests.plugins.openai import fake_realtime as fr
 from tests.plugins.openai.fake_realtime import ThreadedRealtimeServer
+from tests.plugins.realtime_kit import talk_by_voice
 
 pytest.importorskip("pocketsphinx", reason="backline-local-speech's pocketsphinx is not installed")
 if shutil.which("espeak-ng") is None:  # pragma: no cover - .ci/run installs it
@@ -26,20 +24,12 @@ if shutil.which("espeak-ng") is None:  # pragma: no cover - .ci/run installs it
 
 from backline_local_speech import plugin as local_speech
 
-RATE = 16000
-
 
 def manager() -> PluginManager:
     made = PluginManager(entry_points=False).load()
     made.register(local_speech, name="local_speech")
     made.register(openai_plugin, name="openai")
     return made
-
-
-def tone(seconds: float) -> AudioFrame:
-    return AudioFrame.from_samples(
-        [(8000 if (i // 20) % 2 else -8000) for i in range(int(seconds * RATE))], RATE
-    )
 
 
 @pytest.fixture
@@ -81,21 +71,7 @@ def test_backline_voice_talks_with_a_realtime_model(
 ) -> None:
     realtime.transcripts.append("what is the weather")
     realtime.push(fr.text("It is sunny today"))
-    audio_in, out = tmp_path / "in.wav", tmp_path / "out.wav"
-    write_wav(audio_in, [AudioFrame.silence(0.5, RATE), tone(0.6), AudioFrame.silence(2.0, RATE)])
-    printed = io.StringIO()
-    stdin, stdout = sys.stdin, sys.stdout
-    sys.stdin, sys.stdout = io.StringIO(""), printed  # the recording, then quit
-    try:
-        run_voice_front_end(
-            SessionOptions(llm="openai-realtime", log=False),
-            SpeechOptions(tts="espeak", vad="energy"),
-            VoiceOptions(audio_in=str(audio_in), audio_out=str(out), plain=True),
-            manager=manager(),
-        )
-    finally:
-        sys.stdin, sys.stdout = stdin, stdout
-    text = printed.getvalue()
+    text, out = talk_by_voice("openai-realtime", manager(), tmp_path)
     assert "openai-realtime hears you and speaks in its own voice" in text
     assert "you (said): what is the weather" in text
     assert "It is sunny today" in text
