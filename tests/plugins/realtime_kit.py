@@ -7,8 +7,11 @@ from __future__ import annotations
 import asyncio
 import io
 import sys
+import threading
 from collections.abc import Iterator
+from contextlib import AbstractAsyncContextManager
 from pathlib import Path
+from typing import Any, Generic, TypeVar
 
 from backline.app import SessionOptions, SpeechOptions
 from backline.io.voice import VoiceOptions, run_voice_front_end
@@ -16,6 +19,8 @@ from backline.plugins import PluginManager
 from backline.speech import AudioFrame, split_frames, write_wav
 
 RATE = 16000  # the microphone's rate
+
+S = TypeVar("S", bound=AbstractAsyncContextManager[Any])
 
 
 def tone(seconds: float, rate: int = RATE) -> AudioFrame:
@@ -87,3 +92,28 @@ def talk_by_voice(llm: str, manager: PluginManager, folder: Path) -> tuple[str, 
     finally:
         sys.stdin, sys.stdout = stdin, stdout
     return printed.getvalue(), out
+
+
+class OnItsOwnLoop(Generic[S]):
+    """``server`` (a fake, an async context manager) entered on an event loop of its
+    own in a thread, for a test that blocks (a front end run to its end):
+    ``with OnItsOwnLoop(FakeServer()) as server``."""
+
+    def __init__(self, server: S) -> None:
+        self._loop = asyncio.new_event_loop()
+        self._thread = threading.Thread(target=self._loop.run_forever, daemon=True)
+        self.server = server
+
+    def __enter__(self) -> S:
+        self._thread.start()
+        asyncio.run_coroutine_threadsafe(self.server.__aenter__(), self._loop).result(10)
+        return self.server
+
+    def __exit__(self, *exc: object) -> None:
+        try:
+            done = self.server.__aexit__(None, None, None)
+            asyncio.run_coroutine_threadsafe(done, self._loop).result(10)
+        finally:
+            self._loop.call_soon_threadsafe(self._loop.stop)
+            self._thread.join(10)
+            self._loop.close()

@@ -42,13 +42,14 @@ import itertools
 import json
 import re
 import ssl
-import threading
 from collections import deque
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from websockets.asyncio.server import Server, ServerConnection, serve
+
+from tests.plugins.realtime_kit import OnItsOwnLoop
 
 HERE = Path(__file__).parent
 CERT = HERE / "live_cert.pem"
@@ -398,24 +399,8 @@ def _pieces(value: str) -> list[str]:
     return [word if n == 0 else " " + word for n, word in enumerate(words)]
 
 
-class ThreadedLiveServer:
-    """A ``FakeLiveServer`` on its own event loop in a thread, for a test that blocks (a
-    front end run to its end): ``with ThreadedLiveServer() as server``."""
+class ThreadedLiveServer(OnItsOwnLoop[FakeLiveServer]):
+    """A ``FakeLiveServer`` on its own event loop in a thread (``OnItsOwnLoop``)."""
 
     def __init__(self, api_key: str = "gemini-test-key") -> None:
-        self._loop = asyncio.new_event_loop()
-        self._thread = threading.Thread(target=self._loop.run_forever, daemon=True)
-        self.server = FakeLiveServer(api_key)
-
-    def __enter__(self) -> FakeLiveServer:
-        self._thread.start()
-        asyncio.run_coroutine_threadsafe(self.server.__aenter__(), self._loop).result(10)
-        return self.server
-
-    def __exit__(self, *exc: object) -> None:
-        try:
-            asyncio.run_coroutine_threadsafe(self.server.__aexit__(), self._loop).result(10)
-        finally:
-            self._loop.call_soon_threadsafe(self._loop.stop)
-            self._thread.join(10)
-            self._loop.close()
+        super().__init__(FakeLiveServer(api_key))

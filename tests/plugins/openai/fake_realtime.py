@@ -36,13 +36,14 @@ import base64
 import contextlib
 import itertools
 import json
-import threading
 from collections import deque
 from collections.abc import Callable
 from typing import Any
 
 from websockets.asyncio.server import Server, ServerConnection, serve
 from websockets.http11 import Request, Response
+
+from tests.plugins.realtime_kit import OnItsOwnLoop
 
 Part = tuple[Any, ...]
 WORD_MS = 200  # of audio per spoken word
@@ -415,24 +416,8 @@ class FakeRealtimeServer:
         return item
 
 
-class ThreadedRealtimeServer:
-    """A ``FakeRealtimeServer`` on its own event loop in a thread, for a test that
-    blocks (a command run in a terminal): ``with ThreadedRealtimeServer() as server``."""
+class ThreadedRealtimeServer(OnItsOwnLoop[FakeRealtimeServer]):
+    """A ``FakeRealtimeServer`` on its own event loop in a thread (``OnItsOwnLoop``)."""
 
     def __init__(self) -> None:
-        self._loop = asyncio.new_event_loop()
-        self._thread = threading.Thread(target=self._loop.run_forever, daemon=True)
-        self.server = FakeRealtimeServer()
-
-    def __enter__(self) -> FakeRealtimeServer:
-        self._thread.start()
-        asyncio.run_coroutine_threadsafe(self.server.__aenter__(), self._loop).result(10)
-        return self.server
-
-    def __exit__(self, *exc: object) -> None:
-        try:
-            asyncio.run_coroutine_threadsafe(self.server.__aexit__(), self._loop).result(10)
-        finally:
-            self._loop.call_soon_threadsafe(self._loop.stop)
-            self._thread.join(10)
-            self._loop.close()
+        super().__init__(FakeRealtimeServer())
